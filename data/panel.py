@@ -72,7 +72,7 @@ class Panel:
         self,
         dates: Sequence | np.ndarray,
         tickers: Sequence[str],
-        open: object,  # noqa: A002 - the field's name in the schema
+        open: object,
         high: object,
         low: object,
         close: object,
@@ -110,12 +110,12 @@ class Panel:
 
     # ----------------------------------------------------------------- shape
     @property
-    def T(self) -> int:  # noqa: N802 - the panel's conventional dimension name
+    def T(self) -> int:
         """Number of sessions."""
         return int(self.dates.size)
 
     @property
-    def N(self) -> int:  # noqa: N802
+    def N(self) -> int:
         """Number of stocks."""
         return len(self.tickers)
 

@@ -11,7 +11,7 @@ so the tree alone says what every argument is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TypeAlias
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,5 +50,5 @@ class Call:
     args: tuple[Node, ...]
 
 
-Node = Union[Num, Field, Window, Level, Call]
-Expr = Union[Num, Field, Call]
+Node: TypeAlias = Num | Field | Window | Level | Call
+Expr: TypeAlias = Num | Field | Call

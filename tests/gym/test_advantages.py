@@ -1,0 +1,123 @@
+"""GDPO advantages: the properties DESIGN §6 promises, as properties and worked examples."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from gymkit.advantages import gdpo_advantages, grpo_advantages
+
+SETTINGS = settings(max_examples=300, derandomize=True, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+FINITE = st.floats(-5, 5, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def groups(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    g = draw(st.integers(2, 16))
+    k = draw(st.integers(1, 12))
+    x = draw(arrays(np.float64, (g, k), elements=FINITE))
+    p = draw(arrays(np.float64, (k,), elements=st.floats(0, 3, allow_nan=False)))
+    v = draw(arrays(np.bool_, (g,)))
+    return x, p, v
+
+
+def _quiet(*args: object, **kw: object) -> tuple[np.ndarray, object]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return gdpo_advantages(*args, **kw)  # type: ignore[arg-type]
+
+
+@SETTINGS
+@given(groups(), st.one_of(st.none(), FINITE))
+def test_zero_sum_and_invalid_never_positive(group, floor) -> None:
+    x, p, v = group
+    adv, info = _quiet(x, p, v, floor=floor)
+    assert abs(adv.sum()) <= 1e-9 * max(1.0, np.abs(adv).sum())
+    assert np.all(adv[~v] <= 0.0)
+    if floor is not None:
+        assert np.all(adv[x[:, 0] <= floor] <= 0.0)
+    assert info.n_valid == int(v.sum())
+
+
+@SETTINGS
+@given(groups(), st.integers(0, 11), FINITE, st.floats(0.01, 100))
+def test_invariant_to_affine_change_of_a_channel(group, col, shift, scale) -> None:
+    x, p, v = group
+    col %= x.shape[1]
+    y = x.copy()
+    y[:, col] = y[:, col] * scale + shift
+    a, _ = _quiet(x, p, v)
+    b, _ = _quiet(y, p, v)
+    # Standardisation removes the affine change, up to float rounding when the column's
+    # spread is tiny relative to its level.
+    if x[:, col].std() > 1e-6:
+        np.testing.assert_allclose(a, b, atol=1e-8, rtol=1e-8)
+
+
+@SETTINGS
+@given(groups(), arrays(np.float64, (12,), elements=st.floats(0, 3, allow_nan=False)))
+def test_priority_linearity_when_all_valid(group, p2) -> None:
+    x, p1, _ = group
+    p2 = p2[: x.shape[1]]
+    ok = np.ones(x.shape[0], bool)
+    a1, _ = _quiet(x, p1, ok)
+    a2, _ = _quiet(x, p2, ok)
+    a12, _ = _quiet(x, p1 + p2, ok)
+    np.testing.assert_allclose(a12, a1 + a2, atol=1e-9)
+
+
+def test_constant_channel_contributes_nothing() -> None:
+    x = np.array([[1.0, 7.0], [2.0, 7.0], [3.0, 7.0]])
+    a, info = gdpo_advantages(x, np.array([1.0, 5.0]), np.ones(3, bool))
+    b, _ = gdpo_advantages(x[:, :1], np.array([1.0]), np.ones(3, bool))
+    np.testing.assert_allclose(a, b)
+    assert info.channel_std[1] == 0.0
+
+
+def test_worked_example_invalid_answer_is_clamped_and_group_recentred() -> None:
+    # One channel 0, 1, 2, 3 -> z = (-3, -1, 1, 3)/sqrt(5); the best answer is invalid.
+    x = np.array([[0.0], [1.0], [2.0], [3.0]])
+    adv, info = gdpo_advantages(x, np.array([2.0]), np.array([True, True, True, False]))
+    z = np.array([-3, -1, 1, 3]) / np.sqrt(5) * 2
+    clamped = np.array([z[0], z[1], z[2], 0.0])
+    shift = clamped.sum() / 3
+    np.testing.assert_allclose(adv, [z[0] - shift, z[1] - shift, z[2] - shift, 0.0])
+    assert info.n_eligible == 3
+
+
+def test_floor_trap_zeroes_the_group_and_warns() -> None:
+    x = np.array([[-1.0, 0.1], [-0.5, 0.3], [-0.2, 0.0]])  # every core score below 0
+    with pytest.warns(RuntimeWarning, match="non-zero"):
+        adv, info = gdpo_advantages(x, np.array([3.0, 1.0]), np.ones(3, bool), floor=0.0)
+    assert np.all(adv == 0.0) and info.share_nonzero == 0.0 and info.warnings
+    adv2, info2 = gdpo_advantages(x, np.array([3.0, 1.0]), np.ones(3, bool))
+    assert info2.share_nonzero == 1.0 and not info2.warnings
+    assert adv2[2] > adv2[1] > adv2[0]
+
+
+def test_scalar_reward_and_grpo_comparison() -> None:
+    x = np.array([[1.0, 0.0], [0.0, 10.0]])
+    _, info = gdpo_advantages(x, np.array([3.0, 1.0]), np.ones(2, bool))
+    np.testing.assert_allclose(info.scalar_reward, [3.0, 10.0])
+    np.testing.assert_allclose(info.grpo_advantage, [-1.0, 1.0])
+    np.testing.assert_allclose(grpo_advantages(np.array([2.0, 2.0])), [0.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("x", "p", "v", "msg"),
+    [
+        (np.zeros(3), np.ones(1), np.ones(3, bool), "2-D"),
+        (np.zeros((3, 2)), np.ones(3), np.ones(3, bool), "priorities must have shape"),
+        (np.zeros((3, 2)), np.ones(2), np.ones(2, bool), "valid must have shape"),
+        (np.array([[0.0, np.nan], [1.0, 1.0]]), np.ones(2), np.ones(2, bool), "answer 0, channel 1"),
+    ],
+)
+def test_bad_input_names_what_is_wrong(x, p, v, msg) -> None:
+    with pytest.raises(ValueError, match=msg):
+        gdpo_advantages(x, p, v)

@@ -17,7 +17,7 @@ def _all_sessions() -> np.ndarray:
     import exchange_calendars as xc
 
     cal = xc.get_calendar("XNYS", start=_CAL_START, end=_CAL_END)
-    out = cal.sessions.values.astype("datetime64[D]")
+    out = cal.sessions.to_numpy().astype("datetime64[D]")
     out.setflags(write=False)
     return out
 

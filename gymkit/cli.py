@@ -25,10 +25,9 @@ def market_summary(panel: object, title: str) -> str:
     from gymkit.data import DEFAULT_SPLIT, Panel
 
     assert isinstance(panel, Panel)
-    r = panel.field("returns")
-    with np.errstate(invalid="ignore"):
-        vol = np.nanstd(r, axis=0, ddof=1) * np.sqrt(252)
-        mkt = np.nanmean(r, axis=1)
+    r = panel.field("returns")[1:]  # row 0 has no previous close
+    vol = np.nanstd(r, axis=0, ddof=1) * np.sqrt(252)
+    mkt = np.nanmean(r, axis=1)
     train = DEFAULT_SPLIT.train(panel)
     hold = int(DEFAULT_SPLIT.holdout_mask(panel.dates).sum())
     opt = [n for n in ("cap", "sector", "industry") if getattr(panel, n) is not None]

@@ -1,0 +1,187 @@
+"""The novelty archive behind R8 (P&L novelty) and R9 (syntax novelty).
+
+An archive holds up to ``capacity`` entries (default 1,024), each the canonical (window-bucketed)
+form of an accepted formula and its daily train-window P&L on the environment's judged days.
+It is *state*, so it is explicit: every change produces a new ``version`` and a new content
+``digest``; scoring only reads it; :meth:`NoveltyArchive.add` is called by whoever commits
+accepted answers (the trainer, or the server's commit call).  ``snapshot()`` / ``restore()``
+round-trip it through bytes bit for bit.
+
+Eviction: seed entries (the 101-alpha corpus) are pinned; when the archive is full the oldest
+committed entry is dropped first, so novelty is always measured against the paper's alphas
+plus the most recent accepted answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+_FORMAT = "gymkit-archive-v1"
+_MAGIC = b"GKARCHIVE1\n"
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """The archive entry whose P&L is most correlated with a candidate's."""
+
+    index: int
+    form: str
+    corr: float  # signed Pearson correlation of the daily P&L
+
+
+def _standardise(pnl: np.ndarray) -> np.ndarray:
+    """Rows z-scored and divided by sqrt(D): the dot product of two rows is their correlation.
+
+    A row with zero variance (a flat book) becomes all zeros: it is uncorrelated with everything.
+    """
+    x = np.asarray(pnl, dtype=np.float64)
+    x = np.where(np.isfinite(x), x, 0.0)
+    mu = x.mean(axis=-1, keepdims=True)
+    sd = x.std(axis=-1, keepdims=True)
+    d = x.shape[-1]
+    return np.where(sd > 0, (x - mu) / np.where(sd > 0, sd, 1.0) / np.sqrt(d), 0.0)
+
+
+class NoveltyArchive:
+    """Canonical forms and daily P&L of accepted formulas; see the module docstring."""
+
+    def __init__(self, n_days: int, capacity: int = 1024) -> None:
+        if n_days < 2:
+            raise ValueError(f"archive P&L needs at least 2 days, got {n_days}")
+        if capacity < 1:
+            raise ValueError(f"archive capacity must be positive, got {capacity}")
+        self.n_days = int(n_days)
+        self.capacity = int(capacity)
+        self._forms: list[str] = []
+        self._pinned: list[bool] = []
+        self._pnl = np.zeros((0, self.n_days))
+        self._z = np.zeros((0, self.n_days))
+        self._index: dict[str, int] = {}
+        self.version = 0
+
+    # ------------------------------------------------------------------ reads
+    def __len__(self) -> int:
+        return len(self._forms)
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """Canonical forms in archive order."""
+        return tuple(self._forms)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the archive's content (forms, pins and P&L bytes); stable across processes."""
+        h = hashlib.sha256(_FORMAT.encode())
+        h.update(np.int64(self.n_days).tobytes())
+        for form, pin in zip(self._forms, self._pinned, strict=True):
+            h.update(b"\x1f" + form.encode() + (b"\x01" if pin else b"\x00"))
+        h.update(np.ascontiguousarray(self._pnl, dtype="<f8").tobytes())
+        return h.hexdigest()
+
+    def contains(self, form: str) -> bool:
+        """True when canonical ``form`` is already in the archive."""
+        return form in self._index
+
+    def nearest(self, pnl: np.ndarray) -> Neighbour | None:
+        """Return the entry with the largest |corr| of daily P&L with ``pnl`` (None if empty).
+
+        ``pnl`` must cover the archive's ``n_days`` judged days; non-finite days count as 0.
+        Ties go to the earliest entry, so the answer never depends on timing.
+        """
+        if not self._forms:
+            return None
+        z = _standardise(self._check_pnl(pnl)[None, :])[0]
+        corr = self._z @ z
+        i = int(np.argmax(np.abs(corr)))
+        return Neighbour(i, self._forms[i], float(corr[i]))
+
+    def correlations(self, pnl: np.ndarray) -> np.ndarray:
+        """Return the Pearson correlation of ``pnl`` with every entry, in archive order."""
+        z = _standardise(self._check_pnl(pnl)[None, :])[0]
+        return self._z @ z
+
+    def _check_pnl(self, pnl: np.ndarray) -> np.ndarray:
+        x = np.asarray(pnl, dtype=np.float64)
+        if x.shape != (self.n_days,):
+            raise ValueError(f"archive P&L must have shape ({self.n_days},), got {x.shape}")
+        return x
+
+    # ----------------------------------------------------------------- writes
+    def add(self, form: str, pnl: np.ndarray, *, pinned: bool = False) -> bool:
+        """Commit one accepted answer; returns False (and changes nothing) if ``form`` is known.
+
+        Bumps ``version`` on every real change.  When full, evicts the oldest unpinned entry;
+        raises ``ValueError`` when every entry is pinned.
+        """
+        x = self._check_pnl(pnl)
+        if form in self._index:
+            return False
+        if len(self._forms) >= self.capacity:
+            try:
+                victim = self._pinned.index(False)
+            except ValueError:
+                raise ValueError(f"archive is full of {self.capacity} pinned entries") from None
+            del self._forms[victim], self._pinned[victim]
+            self._pnl = np.delete(self._pnl, victim, axis=0)
+            self._z = np.delete(self._z, victim, axis=0)
+        self._forms.append(form)
+        self._pinned.append(pinned)
+        self._pnl = np.vstack([self._pnl, x[None, :]])
+        self._z = np.vstack([self._z, _standardise(x[None, :])])
+        self._index = {f: i for i, f in enumerate(self._forms)}
+        self.version += 1
+        return True
+
+    # ------------------------------------------------------------- snapshots
+    def snapshot(self) -> bytes:
+        """Serialise the whole archive to bytes: identical archives give identical bytes.
+
+        Layout: magic, 8-byte little-endian length of a sorted-key JSON header (format,
+        n_days, capacity, version, forms, pins), the header, then the P&L as little-endian
+        float64 rows.  No timestamps, no pickles.
+        """
+        meta = json.dumps(
+            {
+                "capacity": self.capacity,
+                "format": _FORMAT,
+                "forms": self._forms,
+                "n_days": self.n_days,
+                "pinned": self._pinned,
+                "version": self.version,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        ).encode()
+        body = np.ascontiguousarray(self._pnl, dtype="<f8").tobytes()
+        return _MAGIC + len(meta).to_bytes(8, "little") + meta + body
+
+    @classmethod
+    def restore(cls, blob: bytes) -> NoveltyArchive:
+        """Rebuild an archive from :meth:`snapshot` bytes; ``ValueError`` on foreign or corrupt data."""
+        if not isinstance(blob, bytes | bytearray) or not blob.startswith(_MAGIC):
+            raise ValueError("not a gymkit archive snapshot (bad magic)")
+        start = len(_MAGIC) + 8
+        n = int.from_bytes(blob[len(_MAGIC):start], "little")
+        try:
+            meta = json.loads(bytes(blob[start:start + n]).decode())
+            forms, pins = list(meta["forms"]), list(meta["pinned"])
+            arc = cls(int(meta["n_days"]), int(meta["capacity"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"archive snapshot header is corrupt ({type(exc).__name__})") from None
+        body = bytes(blob[start + n:])
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"archive snapshot format {meta.get('format')!r} is not {_FORMAT!r}")
+        if len(body) != 8 * len(forms) * arc.n_days or len(pins) != len(forms):
+            raise ValueError("archive snapshot is inconsistent: forms, pins and P&L rows differ")
+        pnl = np.frombuffer(body, dtype="<f8").reshape(len(forms), arc.n_days).astype(np.float64)
+        arc._forms = [str(f) for f in forms]
+        arc._pinned = [bool(p) for p in pins]
+        arc._pnl = pnl
+        arc._z = _standardise(pnl) if len(pnl) else np.zeros((0, arc.n_days))
+        arc._index = {f: i for i, f in enumerate(arc._forms)}
+        arc.version = int(meta["version"])
+        return arc

@@ -14,9 +14,13 @@ _CAL_END = "2030-12-31"
 
 @lru_cache(maxsize=1)
 def _all_sessions() -> np.ndarray:
+    import warnings
+
     import exchange_calendars as xc
 
-    cal = xc.get_calendar("XNYS", start=_CAL_START, end=_CAL_END)
+    with warnings.catch_warnings():  # the library's own pandas deprecation noise
+        warnings.simplefilter("ignore")
+        cal = xc.get_calendar("XNYS", start=_CAL_START, end=_CAL_END)
     out = cal.sessions.to_numpy().astype("datetime64[D]")
     out.setflags(write=False)
     return out

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
 from gymkit.data.panel import Panel
 
 #: Version tag written into the shipped file; bump when the generator model changes.

@@ -26,6 +26,7 @@ return, per stock; "median" = median across stocks):
 from __future__ import annotations
 
 import numpy as np
+
 from gymkit.data.panel import Panel
 
 #: Names of the statistics :func:`stylized_facts` returns, in table order.

@@ -32,6 +32,7 @@ import argparse
 from dataclasses import dataclass
 
 import numpy as np
+
 from gymkit.data.calendar import nyse_sessions
 from gymkit.data.default import MarketArrays, save_market
 from gymkit.data.panel import Panel

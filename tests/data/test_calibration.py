@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gymkit.data import default_market
 from gymkit.data.real import real_data_path
 from gymkit.data.stylized import (

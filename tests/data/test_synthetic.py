@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
 from gymkit.data import DEFAULT_SPLIT, default_market, generate_market, nyse_sessions
 from gymkit.data.default import (
     DEFAULT_MARKET_FINGERPRINT,
@@ -16,7 +18,6 @@ from gymkit.data.default import (
 )
 from gymkit.data.real import REAL_46_TICKERS
 from gymkit.data.synthetic import PLANTED_EFFECTS
-from numpy.lib.stride_tricks import sliding_window_view
 
 COST = 4e-4  # DESIGN §4 training cost per unit of turnover
 

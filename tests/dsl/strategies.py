@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from gymkit.dsl.ast import Call, Field, Level, Num, Window
 from gymkit.dsl.operators import EXPR, FIELDS, LEVELS, OPERATORS, WINDOW
-from hypothesis import strategies as st
 
 numbers = st.one_of(
     st.integers(-20, 300).map(float),

@@ -6,6 +6,7 @@ import csv
 from importlib import resources
 
 import pytest
+
 from gymkit.dsl import DSLError, canonical, canonical_key, lookback, parse, to_text
 from gymkit.dsl.analysis import depth, levels_used
 

@@ -20,13 +20,14 @@ from pathlib import Path
 
 import lark
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gymkit.dsl import DSLError, parse, to_text
 from gymkit.dsl.analysis import depth, lookback
 from gymkit.dsl.ast import Call, Field, Level, Num, Window
 from gymkit.dsl.errors import SYNTAX_CODES
 from gymkit.dsl.operators import EXPR, FIELDS, LEVEL_NAMES, NAMES, OPERATORS, TS_FORM_OF, WINDOW
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from .strategies import exprs
 

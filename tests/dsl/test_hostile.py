@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from gymkit.dsl import DSLError, extract, parse
 
 HOSTILE = [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gymkit.dsl import canonical, canonical_key, parse, to_text
 from gymkit.dsl.analysis import depth, lookback
 from gymkit.dsl.ast import Call, Field, Num
 from gymkit.dsl.canonical import bucket, exact_form
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from .strategies import exprs
 

@@ -1,0 +1,291 @@
+"""Load a :class:`Panel` from files or frames, long or wide (polars throughout).
+
+Layouts
+-------
+*long*: one row per (date, ticker); columns ``date, ticker, open, high, low, close,
+volume`` and optionally ``sector, industry, cap, split, dividend, adj_close``
+(``adj_close`` is accepted and ignored).  Rows must be sorted by date, then ticker.
+
+*wide*: one row per date; a ``date`` column (or, for pandas, a DatetimeIndex) and one
+column per (field, ticker) named ``field:TICKER``, e.g. ``close:AAPL`` (fields as in
+the long layout).  Every field must list the same tickers.  A pandas frame with
+two-level columns ``(field, ticker)`` is accepted and flattened to that convention.
+Dates must be increasing; column order is free.
+
+Sources: a path to ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq``; a polars DataFrame
+or LazyFrame; a pandas DataFrame.  ``layout=None`` detects the layout: a ``ticker``
+column means long, ``field:TICKER`` columns mean wide.
+
+Result: rows = sorted union of dates, columns = sorted tickers, absent (date, ticker)
+cells NaN.  With ``adjust=True`` the ``split``/``dividend`` columns produce split- and
+dividend-adjusted OHLC and split-adjusted volume (:mod:`gymkit.data.corporate_actions`);
+otherwise prices are raw and those columns are validated and dropped.
+
+Validation (:mod:`gymkit.data.validate`): ``strict=True`` raises
+:class:`~gymkit.data.validate.ValidationError` (one line naming rule, ticker, date);
+``strict=False`` masks bad cells / drops bad rows, warns with a one-line summary
+(:class:`ValidationWarning`) and, through :func:`load_panel_with_report`, returns the
+:class:`~gymkit.data.validate.ValidationReport` with counts per rule.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from gymkit.data.corporate_actions import ACTION_COLUMNS, adjust_corporate_actions
+from gymkit.data.panel import BASE_FIELDS, GROUP_LEVELS, Panel
+from gymkit.data.validate import (
+    KNOWN_COLUMNS,
+    ValidationError,
+    ValidationReport,
+    coerce_date,
+    validate_long,
+)
+
+Layout = Literal["long", "wide"]
+#: Separator between field and ticker in wide column names (``close:AAPL``).
+WIDE_SEPARATOR = ":"
+_WIDE_FIELDS = tuple(c for c in KNOWN_COLUMNS if c not in ("date", "ticker"))
+
+
+class ValidationWarning(UserWarning):
+    """Emitted by a ``strict=False`` load that masked or dropped data."""
+
+
+def read_source(source: Any) -> pl.DataFrame:
+    """Return ``source`` (path, polars or pandas frame) as a polars DataFrame, unvalidated.
+
+    CSV is read with ``date``, ``ticker`` and label columns as text (so bad values reach
+    validation as text and are reported, not silently dropped by type inference).
+    """
+    if isinstance(source, pl.DataFrame):
+        return source
+    if isinstance(source, pl.LazyFrame):
+        return source.collect()
+    if isinstance(source, str | Path):
+        p = Path(source)
+        if not p.is_file():
+            raise FileNotFoundError(f"panel file not found: {p}")
+        name = p.name.lower()
+        if name.endswith((".parquet", ".pq")):
+            return pl.read_parquet(p)
+        if name.endswith((".csv", ".csv.gz")):
+            text = {c: pl.String for c in ("date", "ticker", *GROUP_LEVELS)}
+            return pl.read_csv(p, schema_overrides=text, infer_schema_length=10_000)
+        raise ValueError(
+            f"unsupported panel file type {p.name!r}: expected .csv, .csv.gz, .parquet or .pq"
+        )
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pd = None
+    if pd is not None and isinstance(source, pd.DataFrame):
+        return _from_pandas(source, pd)
+    raise TypeError(
+        f"cannot load a panel from {type(source).__name__}: expected a path, a polars or a pandas DataFrame"
+    )
+
+
+def _from_pandas(frame: Any, pd: Any) -> pl.DataFrame:
+    df = frame
+    if isinstance(df.columns, pd.MultiIndex):
+        if df.columns.nlevels != 2:
+            raise ValueError(
+                f"wide pandas frame needs 2 column levels (field, ticker), got {df.columns.nlevels}"
+            )
+        df = df.copy()
+        df.columns = [f"{f}{WIDE_SEPARATOR}{t}" for f, t in df.columns]
+    if not isinstance(df.index, pd.RangeIndex):
+        if isinstance(df.index, pd.DatetimeIndex) and df.index.name is None:
+            df = df.rename_axis("date")
+        df = df.reset_index()
+    return pl.from_pandas(df)
+
+
+def detect_layout(frame: pl.DataFrame) -> Layout:
+    """Return 'long' when ``frame`` has a ``ticker`` column, 'wide' when it has ``field:TICKER`` columns."""
+    if "ticker" in frame.columns:
+        return "long"
+    if any(WIDE_SEPARATOR in c for c in frame.columns):
+        return "wide"
+    if frame.width == 0 or frame.height == 0:
+        raise ValidationError("empty-panel", "no rows")
+    raise ValidationError(
+        "missing-column",
+        "required for long input (no 'field:TICKER' columns for wide input either)",
+        column="ticker",
+    )
+
+
+def wide_to_long(frame: pl.DataFrame) -> pl.DataFrame:
+    """Reshape a wide frame (``date`` + ``field:TICKER`` columns) to the long layout, unsorted.
+
+    Dates must be increasing and unique (``unsorted`` / ``duplicate-row`` rules,
+    reported with the date); every field must have the same tickers.
+    """
+    if "date" not in frame.columns:
+        raise ValidationError("missing-column", "required for wide input", column="date")
+    by_field: dict[str, dict[str, str]] = {}
+    for c in frame.columns:
+        if c == "date":
+            continue
+        fld, sep, tk = c.partition(WIDE_SEPARATOR)
+        if not sep or fld not in _WIDE_FIELDS or not tk.strip():
+            raise ValidationError(
+                "unknown-column",
+                f"wide columns must be 'field{WIDE_SEPARATOR}TICKER' with field in ({', '.join(_WIDE_FIELDS)})",
+                column=c,
+            )
+        by_field.setdefault(fld, {})[tk] = c
+    ref_field = "close" if "close" in by_field else next(iter(by_field), "close")
+    ref = set(by_field.get(ref_field, {}))
+    for fld, cols in by_field.items():
+        if set(cols) != ref:
+            tk = sorted(set(cols) ^ ref)[0]
+            has, lacks = (fld, ref_field) if tk in cols else (ref_field, fld)
+            raise ValidationError(
+                "missing-column",
+                f"wide input has {has}{WIDE_SEPARATOR}{tk} but no {lacks}{WIDE_SEPARATOR}{tk}",
+                column=f"{lacks}{WIDE_SEPARATOR}{tk}",
+            )
+    tickers = sorted(ref)
+    parts = []
+    for fld, cols in by_field.items():
+        part = frame.select("date", *[pl.col(cols[t]).alias(t) for t in tickers]).unpivot(
+            index="date", variable_name="ticker", value_name=fld
+        )
+        parts.append(part if not parts else part.drop("date", "ticker"))
+    return pl.concat(parts, how="horizontal")
+
+
+def _wide_date_order(frame: pl.DataFrame, strict: bool) -> dict[str, str]:
+    """Check that wide rows (dates) increase; strict raises ``unsorted``, else returns the first message.
+
+    Repeated dates are left to the long ``duplicate-row`` rule (reported with ticker and date).
+    """
+    d = coerce_date(frame.select("date")).get_column("date")
+    back = (d.diff().dt.total_days() < 0).fill_null(False)
+    if not back.any():
+        return {}
+    i = int(back.arg_true()[0])
+    err = ValidationError(
+        "unsorted",
+        f"row {i} comes after {d[i - 1]}; wide rows must be sorted by date",
+        date=str(d[i]),
+    )
+    if strict:
+        raise err
+    return {"count": str(int(back.sum())), "first": str(err)}
+
+
+def load_panel_with_report(
+    source: Any,
+    *,
+    layout: Layout | None = None,
+    strict: bool = True,
+    adjust: bool = False,
+    calendar_check: bool = True,
+) -> tuple[Panel, ValidationReport]:
+    """Load, validate and pivot ``source`` into a :class:`Panel`; also return the report.
+
+    See the module docstring for layouts, sources and the meaning of each flag.
+    Raises :class:`ValidationError` (a ``ValueError``) on bad input in strict mode and
+    for structural problems in any mode; ``adjust=True`` without a ``split`` or
+    ``dividend`` column is a ``missing-column`` error.
+    """
+    frame = read_source(source)
+    kind = layout or detect_layout(frame)
+    if kind == "wide":
+        if frame.width == 0 or frame.height == 0:
+            raise ValidationError("empty-panel", "no rows")
+        if "date" not in frame.columns:
+            raise ValidationError("missing-column", "required for wide input", column="date")
+        order = _wide_date_order(frame, strict)
+        clean, report = validate_long(
+            wide_to_long(frame), strict=strict, calendar_check=calendar_check, require_sorted=False
+        )
+        if order:
+            report = ValidationReport(
+                {"unsorted": int(order["count"]), **report.counts},
+                {"unsorted": order["first"], **report.first},
+            )
+    elif kind == "long":
+        clean, report = validate_long(frame, strict=strict, calendar_check=calendar_check)
+    else:
+        raise ValueError(f"layout must be 'long', 'wide' or None, got {layout!r}")
+    if adjust:
+        if not any(c in clean.columns for c in ACTION_COLUMNS):
+            raise ValidationError(
+                "missing-column", "adjust=True needs a 'split' or 'dividend' column", column="split"
+            )
+        clean = adjust_corporate_actions(clean)
+    clean = clean.drop([c for c in (*ACTION_COLUMNS, "adj_close") if c in clean.columns])
+    return panel_from_long(clean), report
+
+
+def load_panel(
+    source: Any,
+    *,
+    layout: Layout | None = None,
+    strict: bool = True,
+    adjust: bool = False,
+    calendar_check: bool = True,
+) -> Panel:
+    """Load ``source`` (path, polars or pandas frame; long or wide) into a validated :class:`Panel`.
+
+    ``strict=False`` masks/drops offending data and emits one :class:`ValidationWarning`
+    summarising counts per rule (use :func:`load_panel_with_report` for the report object).
+    """
+    panel, report = load_panel_with_report(
+        source, layout=layout, strict=strict, adjust=adjust, calendar_check=calendar_check
+    )
+    if not report.ok:
+        warnings.warn(
+            f"load_panel(strict=False): {report.summary()}", ValidationWarning, stacklevel=2
+        )
+    return panel
+
+
+def panel_from_long(frame: pl.DataFrame) -> Panel:
+    """Pivot a validated long frame (one row per (date, ticker)) into a :class:`Panel`.
+
+    Rows = sorted union of dates, columns = sorted tickers; absent (date, ticker)
+    cells are NaN.  ``cap`` becomes a field when present; ``sector``/``industry``
+    take each ticker's first non-null label ('' when it has none).
+    """
+    tickers = sorted(frame.get_column("ticker").unique().to_list())
+    dates = frame.get_column("date").unique().sort().to_numpy().astype("datetime64[D]")
+    day = frame.get_column("date").to_numpy().astype("datetime64[D]")
+    row = np.searchsorted(dates, day)
+    col = (
+        frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy().astype(np.int64)
+    )
+    shape = (dates.size, len(tickers))
+
+    def grid(name: str) -> np.ndarray:
+        out = np.full(shape, np.nan)
+        out[row, col] = frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
+        return out
+
+    fields = {name: grid(name) for name in BASE_FIELDS}
+    cap = grid("cap") if "cap" in frame.columns else None
+    labels: dict[str, list[str] | None] = {}
+    for level in GROUP_LEVELS:
+        if level not in frame.columns:
+            labels[level] = None
+            continue
+        first = (
+            frame.filter(pl.col(level).is_not_null()).group_by("ticker").agg(pl.col(level).first())
+        )
+        lookup = dict(
+            zip(first["ticker"].to_list(), first[level].cast(pl.String).to_list(), strict=True)
+        )
+        labels[level] = [lookup.get(t, "") for t in tickers]
+    return Panel(
+        dates, tickers, **fields, cap=cap, sector=labels["sector"], industry=labels["industry"]
+    )

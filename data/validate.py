@@ -1,0 +1,434 @@
+"""Market-rule validation of long-format panel data (polars, vectorised).
+
+Input is a long frame, one row per (date, ticker).  :func:`validate_long` coerces the
+schema and checks every rule in :data:`RULES`, in that order.  Every failure is one line
+
+    [rule] TICKER YYYY-MM-DD: detail
+
+(the "where" part is ``TICKER DATE`` when both are known, else whichever is, else
+``column 'name'`` or ``panel``), raised as :class:`ValidationError` with ``.rule``,
+``.ticker`` and ``.date``.  Within a rule the offending row reported is the first one
+in (date, ticker) order (input order for ``unsorted``), so messages are deterministic.
+
+``strict=False`` repairs nothing silently: cell rules mask the offending cells to
+missing, row rules drop the offending rows (their cells become NaN in the panel),
+``unsorted`` input is sorted; every action is counted per rule in the returned
+:class:`ValidationReport`.  Structural rules (marked below) always raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gymkit.data.calendar import _CAL_END, _CAL_START, non_sessions
+from gymkit.data.panel import GROUP_LEVELS, PRICE_FIELDS
+
+REQUIRED_COLUMNS: tuple[str, ...] = ("date", "ticker", "open", "high", "low", "close", "volume")
+#: Optional numeric columns: market cap, corporate actions, and a vendor adjusted close (ignored).
+OPTIONAL_NUMERIC: tuple[str, ...] = ("cap", "split", "dividend", "adj_close")
+NUMERIC_COLUMNS: tuple[str, ...] = (*REQUIRED_COLUMNS[2:], *OPTIONAL_NUMERIC)
+KNOWN_COLUMNS: tuple[str, ...] = (*REQUIRED_COLUMNS, *OPTIONAL_NUMERIC, *GROUP_LEVELS)
+
+#: rule code -> (structural?, what it checks).  Checked in this order.
+RULES: dict[str, tuple[bool, str]] = {
+    "empty-panel": (True, "the input has no rows"),
+    "missing-column": (True, "a required column is absent"),
+    "unknown-column": (True, "a column is not in the schema"),
+    "bad-date": (True, "a date is missing or not a calendar date"),
+    "bad-ticker": (True, "a ticker is missing or empty"),
+    "non-numeric": (False, "a value that must be a number is not one"),
+    "unsorted": (False, "long input is not sorted by date, then ticker"),
+    "duplicate-row": (False, "a (date, ticker) pair appears more than once"),
+    "non-session": (False, "a date is not an NYSE session"),
+    "too-few-tickers": (True, "fewer than 2 tickers"),
+    "inconsistent-group": (True, "a ticker's sector/industry label changes over time"),
+    "bad-split": (True, "a split coefficient is not finite and > 0"),
+    "bad-dividend": (True, "a dividend is not finite and >= 0"),
+    "non-finite": (False, "a number is +inf or -inf"),
+    "non-positive-price": (False, "open/high/low/close <= 0"),
+    "high-below-open-close": (False, "high < max(open, close)"),
+    "low-above-open-close": (False, "low > min(open, close)"),
+    "negative-volume": (False, "volume < 0"),
+    "non-positive-cap": (False, "cap <= 0"),
+}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.10g}"
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+class ValidationError(ValueError):
+    """Bad panel input: one line ``[rule] where: detail``; ``.rule .ticker .date .column .detail``."""
+
+    def __init__(
+        self,
+        rule: str,
+        detail: str,
+        *,
+        ticker: str | None = None,
+        date: str | None = None,
+        column: str | None = None,
+    ) -> None:
+        self.rule, self.detail = rule, detail
+        self.ticker, self.date, self.column = ticker, date, column
+        where = " ".join(x for x in (ticker, date) if x)
+        if not where:
+            where = f"column {column!r}" if column else "panel"
+        super().__init__(f"[{rule}] {where}: {detail}")
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What a ``strict=False`` load did: offending rows per rule and each rule's first message.
+
+    ``counts[rule]`` is the number of (date, ticker) rows the rule flagged (dropped rows,
+    rows with masked cells; ``non-numeric`` counts cells; ``unsorted``, rows out of
+    order).  Empty when the input is clean.
+    """
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when no rule fired."""
+        return not self.counts
+
+    @property
+    def total(self) -> int:
+        """Total flagged rows over all rules."""
+        return sum(self.counts.values())
+
+    def summary(self) -> str:
+        """One line, e.g. ``2 rules fired: non-positive-price=3, negative-volume=1``."""
+        if self.ok:
+            return "clean: no validation rule fired"
+        parts = ", ".join(f"{r}={n}" for r, n in self.counts.items())
+        return f"{len(self.counts)} rule(s) fired: {parts}"
+
+
+class _Checker:
+    """Holds the frame being validated and the strict/report state."""
+
+    def __init__(self, frame: pl.DataFrame, strict: bool) -> None:
+        self.df = frame
+        self.strict = strict
+        self.counts: dict[str, int] = {}
+        self.first: dict[str, str] = {}
+
+    def _row_error(self, rule: str, i: int, detail: str) -> ValidationError:
+        row = self.df.row(i, named=True)
+        date = row.get("date")
+        return ValidationError(
+            rule,
+            detail,
+            ticker=None if row.get("ticker") is None else str(row["ticker"]),
+            date=None if date is None else str(date),
+        )
+
+    def flag(self, rule: str, mask: pl.Series, describe: Any) -> pl.Series | None:
+        """Raise (strict) or record the rule for the rows of ``mask``; return the mask if any."""
+        mask = mask.fill_null(False)
+        n = int(mask.sum())
+        if n == 0:
+            return None
+        i = int(mask.arg_true()[0])
+        err = self._row_error(rule, i, describe(self.df.row(i, named=True), i))
+        if self.strict or RULES[rule][0]:
+            raise err
+        self.counts[rule] = self.counts.get(rule, 0) + n
+        self.first.setdefault(rule, str(err))
+        return mask
+
+    def mask_cells(
+        self, rule: str, mask: pl.Series, columns: tuple[str, ...], describe: Any
+    ) -> None:
+        m = self.flag(rule, mask, describe)
+        if m is not None:
+            self.df = self.df.with_columns(
+                pl.when(m).then(None).otherwise(pl.col(c)).alias(c) for c in columns
+            )
+
+    def drop_rows(self, rule: str, mask: pl.Series, describe: Any) -> None:
+        m = self.flag(rule, mask, describe)
+        if m is not None:
+            self.df = self.df.filter(~m)
+
+
+def coerce_date(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``df`` with its ``date`` column as pl.Date (from Date, Datetime at midnight or ISO text).
+
+    Raises ``bad-date`` naming the first row whose date is missing or unparsable.
+    """
+    dt = df.schema["date"]
+    if dt == pl.Date:
+        parsed = pl.col("date")
+    elif isinstance(dt, pl.Datetime):
+        parsed = pl.col("date").dt.date()
+    elif dt in (pl.String, pl.Categorical):
+        parsed = (
+            pl.col("date").cast(pl.String).str.strip_chars().str.to_date("%Y-%m-%d", strict=False)
+        )
+    else:
+        raise ValidationError(
+            "bad-date", f"column has type {dt}; expected a date or 'YYYY-MM-DD' text", column="date"
+        )
+    out = df.with_columns(parsed.alias("_date"))
+    bad = out.get_column("_date").is_null()
+    if bad.any():
+        i = int(bad.arg_true()[0])
+        row = df.row(i, named=True)
+        tk = row.get("ticker")
+        raise ValidationError(
+            "bad-date",
+            f"{_fmt(row['date'])} in row {i} is not a date (expected YYYY-MM-DD)",
+            ticker=None if tk is None else str(tk),
+        )
+    if isinstance(dt, pl.Datetime):
+        raw = out.get_column("date")
+        midnight = raw == raw.dt.truncate("1d")
+        if not midnight.all():
+            i = int((~midnight).arg_true()[0])
+            tk = df.row(i, named=True).get("ticker")
+            raise ValidationError(
+                "bad-date",
+                f"{df['date'][i]} in row {i} has a time of day; expected dates",
+                ticker=None if tk is None else str(tk),
+            )
+    return out.with_columns(pl.col("_date").alias("date")).drop("_date")
+
+
+def _coerce_ticker(df: pl.DataFrame) -> pl.DataFrame:
+    out = df.with_columns(pl.col("ticker").cast(pl.String).str.strip_chars())
+    bad = out.get_column("ticker").is_null() | (out.get_column("ticker") == "")
+    if bad.any():
+        i = int(bad.fill_null(True).arg_true()[0])
+        raise ValidationError(
+            "bad-ticker", f"ticker in row {i} is missing or empty", date=str(out["date"][i])
+        )
+    return out
+
+
+def _coerce_numbers(chk: _Checker) -> None:
+    """Cast numeric columns to Float64 (NaN -> missing); unparsable text is ``non-numeric``."""
+    df = chk.df
+    for c in [c for c in NUMERIC_COLUMNS if c in df.columns]:
+        dt = df.schema[c]
+        if dt.is_numeric():
+            continue
+        if dt not in (pl.String, pl.Categorical, pl.Null):
+            raise ValidationError(
+                "non-numeric", f"column has type {dt}; expected numbers", column=c
+            )
+        text = df.get_column(c).cast(pl.String).str.strip_chars()
+        num = text.cast(pl.Float64, strict=False)
+        mask = text.is_not_null() & (text != "") & num.is_null()
+        chk.flag("non-numeric", mask, lambda r, i, c=c: f"{c} = {_fmt(r[c])} is not a number")
+        chk.df = df = df.with_columns(num.alias(c))
+    chk.df = chk.df.with_columns(
+        pl.col(c).cast(pl.Float64).fill_nan(None) for c in NUMERIC_COLUMNS if c in chk.df.columns
+    )
+
+
+def _check_order(chk: _Checker, require_sorted: bool) -> None:
+    d, t = pl.col("date"), pl.col("ticker")
+    if require_sorted:
+        after_next = (d > d.shift(-1)) | ((d == d.shift(-1)) & (t > t.shift(-1)))
+        mask = chk.df.select(after_next.shift(1).fill_null(False).alias("m")).get_column("m")
+
+        def describe(r: dict, i: int) -> str:
+            prev = chk.df.row(i - 1, named=True)
+            return (
+                f"row {i} comes after {prev['ticker']} {prev['date']}; "
+                "long input must be sorted by date, then ticker"
+            )
+
+        if chk.flag("unsorted", mask, describe) is not None:
+            chk.df = chk.df.sort("date", "ticker", maintain_order=True)
+    else:
+        chk.df = chk.df.sort("date", "ticker", maintain_order=True)
+    # sorted now: copies of a (date, ticker) pair are adjacent
+    same_next = ((d == d.shift(-1)) & (t == t.shift(-1))).fill_null(False)
+    dup = chk.df.select((same_next | same_next.shift(1).fill_null(False)).alias("m")).get_column(
+        "m"
+    )
+
+    def count(r: dict, i: int) -> str:
+        k = chk.df.filter((d == r["date"]) & (t == r["ticker"])).height
+        return f"(date, ticker) appears {k} times"
+
+    chk.drop_rows("duplicate-row", dup, count)
+
+
+def _check_sessions(chk: _Checker) -> None:
+    days = chk.df.get_column("date").unique().sort()
+    d = days.to_numpy().astype("datetime64[D]")
+    bad_days = days.filter(pl.Series(non_sessions(d)))
+    if bad_days.len() == 0:
+        return
+    lo, hi = np.datetime64(_CAL_START, "D"), np.datetime64(_CAL_END, "D")
+
+    def describe(r: dict, i: int) -> str:
+        day = np.datetime64(r["date"], "D")
+        if day < lo or day > hi:
+            return f"outside the supported NYSE calendar {lo}..{hi}"
+        return "not an NYSE session"
+
+    chk.drop_rows("non-session", chk.df.get_column("date").is_in(bad_days.implode()), describe)
+
+
+def _check_tickers_and_groups(chk: _Checker) -> None:
+    df = chk.df
+    tickers = df.get_column("ticker").unique().sort()
+    if tickers.len() < 2:
+        names = ", ".join(repr(t) for t in tickers.to_list())
+        raise ValidationError(
+            "too-few-tickers",
+            f"{tickers.len()} ticker{'' if tickers.len() == 1 else 's'} ({names}); need at least 2",
+        )
+    for level in GROUP_LEVELS:
+        if level not in df.columns:
+            continue
+        if df.schema[level] != pl.String:
+            chk.df = df = df.with_columns(pl.col(level).cast(pl.String))
+        first = pl.col(level).drop_nulls().first().over("ticker")
+        changed = df.select((pl.col(level).is_not_null() & (pl.col(level) != first)).alias("m"))
+        mask = changed.get_column("m").fill_null(False)
+        if mask.any():
+            i = int(mask.arg_true()[0])
+            r = df.row(i, named=True)
+            was = df.filter(pl.col("ticker") == r["ticker"]).get_column(level).drop_nulls()[0]
+            raise ValidationError(
+                "inconsistent-group",
+                f"{level} changes from {was!r} to {r[level]!r}; group labels must be constant per ticker",
+                ticker=r["ticker"],
+                date=str(r["date"]),
+            )
+
+
+def _check_actions(chk: _Checker) -> None:
+    df = chk.df
+    if "split" in df.columns:
+        bad = df.get_column("split")
+        chk.flag(
+            "bad-split",
+            bad.is_infinite() | (bad <= 0.0),
+            lambda r, i: f"split {_fmt(r['split'])} must be finite and > 0",
+        )
+    if "dividend" in df.columns:
+        bad = df.get_column("dividend")
+        chk.flag(
+            "bad-dividend",
+            bad.is_infinite() | (bad < 0.0),
+            lambda r, i: f"dividend {_fmt(r['dividend'])} must be finite and >= 0",
+        )
+
+
+def _check_cells(chk: _Checker) -> None:
+    num = [c for c in NUMERIC_COLUMNS if c in chk.df.columns and c not in ("split", "dividend")]
+    inf = {c: chk.df.get_column(c).is_infinite().fill_null(False) for c in num}
+    any_inf = chk.df.select(pl.any_horizontal(pl.col(c).is_infinite() for c in num)).to_series()
+
+    def describe_inf(r: dict, i: int) -> str:
+        c = next(c for c in num if inf[c][i])
+        return f"{c} = {_fmt(r[c])} is not finite"
+
+    if chk.flag("non-finite", any_inf, describe_inf) is not None:
+        chk.df = chk.df.with_columns(
+            pl.when(inf[c]).then(None).otherwise(pl.col(c)).alias(c) for c in num
+        )
+    bad = {c: (chk.df.get_column(c) <= 0.0).fill_null(False) for c in PRICE_FIELDS}
+    any_bad = bad["open"] | bad["high"] | bad["low"] | bad["close"]
+
+    def describe(r: dict, i: int) -> str:
+        f = next(c for c in PRICE_FIELDS if bad[c][i])
+        return f"{f} = {_fmt(r[f])} must be > 0"
+
+    if chk.flag("non-positive-price", any_bad, describe) is not None:
+        chk.df = chk.df.with_columns(
+            pl.when(bad[c]).then(None).otherwise(pl.col(c)).alias(c) for c in PRICE_FIELDS
+        )
+    hi = chk.df.select((pl.col("high") < pl.max_horizontal("open", "close")).alias("m")).get_column(
+        "m"
+    )
+    chk.mask_cells(
+        "high-below-open-close",
+        hi,
+        PRICE_FIELDS,
+        lambda r, i: (
+            f"high {_fmt(r['high'])} < max(open {_fmt(r['open'])}, close {_fmt(r['close'])})"
+        ),
+    )
+    lo = chk.df.select((pl.col("low") > pl.min_horizontal("open", "close")).alias("m")).get_column(
+        "m"
+    )
+    chk.mask_cells(
+        "low-above-open-close",
+        lo,
+        PRICE_FIELDS,
+        lambda r, i: (
+            f"low {_fmt(r['low'])} > min(open {_fmt(r['open'])}, close {_fmt(r['close'])})"
+        ),
+    )
+    chk.mask_cells(
+        "negative-volume",
+        chk.df.get_column("volume") < 0.0,
+        ("volume",),
+        lambda r, i: f"volume {_fmt(r['volume'])} must be >= 0",
+    )
+    if "cap" in chk.df.columns:
+        chk.mask_cells(
+            "non-positive-cap",
+            chk.df.get_column("cap") <= 0.0,
+            ("cap",),
+            lambda r, i: f"cap {_fmt(r['cap'])} must be > 0",
+        )
+
+
+def validate_long(
+    frame: pl.DataFrame,
+    *,
+    strict: bool = True,
+    calendar_check: bool = True,
+    require_sorted: bool = True,
+) -> tuple[pl.DataFrame, ValidationReport]:
+    """Coerce and check a long frame; return (clean frame sorted by date, ticker; report).
+
+    The clean frame has ``date`` as pl.Date, ``ticker`` as String, numeric columns as
+    Float64 with missing values as null, label columns as String.  ``strict=True``
+    raises :class:`ValidationError` at the first rule that fires (order of
+    :data:`RULES`); ``strict=False`` masks/drops and reports (structural rules still
+    raise).  ``calendar_check=False`` skips the NYSE-session rule; ``require_sorted=False``
+    accepts any row order (used for wide input, whose columns have no order).
+    """
+    if frame.height == 0 or frame.width == 0:
+        raise ValidationError("empty-panel", "no rows")
+    for c in REQUIRED_COLUMNS:
+        if c not in frame.columns:
+            raise ValidationError(
+                "missing-column", f"required; got columns {frame.columns}", column=c
+            )
+    for c in frame.columns:
+        if c not in KNOWN_COLUMNS:
+            raise ValidationError(
+                "unknown-column", f"not in the schema ({', '.join(KNOWN_COLUMNS)})", column=c
+            )
+    df = _coerce_ticker(coerce_date(frame))
+    chk = _Checker(df, strict)
+    _coerce_numbers(chk)
+    _check_order(chk, require_sorted)
+    if calendar_check:
+        _check_sessions(chk)
+    _check_tickers_and_groups(chk)
+    _check_actions(chk)
+    _check_cells(chk)
+    ordered = {r: chk.counts[r] for r in RULES if r in chk.counts}
+    return chk.df, ValidationReport(ordered, {r: chk.first[r] for r in ordered})

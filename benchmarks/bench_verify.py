@@ -1,0 +1,97 @@
+"""Benchmark: the verifier core for one formula given its values, vs the pandas reference.
+
+Measures ``gymkit.verifiers.backtest`` (book + costs + metrics + CPCV + factor
+regression; the per-window context — forward returns, factor model — is built once
+per dataset and cached, as in scoring) on the default market (46 × 3,556), train mode
+(TrainCosts) and holdout mode (RealisticCosts), against the independent pandas
+implementation in tests/verifiers/pandas_reference.py doing the same per-formula work
+(its factor returns also precomputed once).  Prints a table; record it in
+benchmarks/RESULTS.md.
+
+Run: ``.venv/bin/python benchmarks/bench_verify.py [--reps 300] [--ref-reps 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gymkit.data import DEFAULT_SPLIT, default_market
+from gymkit.dsl.evaluator import evaluate
+from gymkit.verifiers import RealisticCosts, TrainCosts, backtest, window_context
+
+FORMULAS = [
+    "rank(-ts_sum(returns, 5))",
+    "ts_std(volume, 20) / ts_mean(volume, 20)",
+    "(close - open) / ((high - low) + 0.001)",
+    "sign(ts_delta(close, 1))",
+]
+
+
+def _load_reference():
+    path = Path(__file__).resolve().parents[1] / "tests" / "verifiers" / "pandas_reference.py"
+    spec = importlib.util.spec_from_file_location("bench_pandas_reference", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _median_ms(fn, reps: int) -> tuple[float, float]:
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return statistics.median(ts) * 1e3, ts[len(ts) // 10] * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=300)
+    ap.add_argument("--ref-reps", type=int, default=5)
+    args = ap.parse_args()
+    ref = _load_reference()
+    panel = default_market()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
+          f"load {os.getloadavg()[0]:.2f}; python {platform.python_version()}; panel {panel}")
+    print(f"{'formula':45s} {'mode':8s} {'ours med ms':>11s} {'ours p10':>9s} {'pandas ms':>10s} {'ratio':>7s}")
+    ratios, ours_all = [], []
+    for mode, costs in (("train", TrainCosts()), ("holdout", RealisticCosts())):
+        ctx = window_context(panel, DEFAULT_SPLIT, mode)
+        _ = ctx.factors
+        seen, judged = ref.judged_dates(panel, DEFAULT_SPLIT, mode)
+        fwd = ref.forward_returns(ref.frame(panel, "open").loc[seen])
+        f_ret = ref.factor_returns(ref.panel_window(panel, seen), fwd, judged)
+        for formula in FORMULAS if mode == "train" else FORMULAS[:2]:
+            v = np.array(evaluate(formula, panel))
+            backtest(v, panel, DEFAULT_SPLIT, mode, costs)  # warm (JIT, context)
+            ours, p10 = _median_ms(
+                lambda v=v, mode=mode, costs=costs: backtest(v, panel, DEFAULT_SPLIT, mode, costs), args.reps
+            )
+
+            def pandas_once(v=v, mode=mode, costs=costs, f_ret=f_ret):
+                r = ref.backtest(v, panel, DEFAULT_SPLIT, mode, costs.to_dict(), with_factors=False)
+                ref.regress(r.net, f_ret)
+
+            pd_ms, _ = _median_ms(pandas_once, args.ref_reps)
+            ratios.append(pd_ms / ours)
+            ours_all.append(ours)
+            print(f"{formula:45s} {mode:8s} {ours:11.3f} {p10:9.3f} {pd_ms:10.1f} {pd_ms / ours:7.0f}x")
+    res = backtest(np.array(evaluate(FORMULAS[0], panel)), panel)
+    print("phase timings of one train call (ms):", {k: round(v * 1e3, 3) for k, v in res.timings.items()})
+    print(f"overall: median of medians {statistics.median(ours_all):.3f} ms, "
+          f"ratio vs pandas median {statistics.median(ratios):.0f}x (min {min(ratios):.0f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,10 +12,12 @@ __all__ = [
     "FIELDS",
     "OPERATORS",
     "DSLError",
+    "EvalCache",
     "Extracted",
     "Motifs",
     "canonical",
     "canonical_key",
+    "evaluate",
     "extract",
     "fields_used",
     "lookback",
@@ -24,3 +26,13 @@ __all__ = [
     "parse",
     "to_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The evaluator pulls in numba (seconds to import): parse-only users (a gate, a server's
+    # front door) should not pay for it, so it is imported on first use.
+    if name in ("evaluate", "EvalCache"):
+        from gymkit.dsl import evaluator
+
+        return getattr(evaluator, name)
+    raise AttributeError(f"module 'gymkit.dsl' has no attribute {name!r}")

@@ -63,7 +63,24 @@ def _configure_market(p: argparse.ArgumentParser) -> None:
     p.add_argument("--adjust", action="store_true", help="apply split/dividend columns")
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from gymkit.data import default_market
+    from gymkit.demo import run_demo
+
+    if not args.json:
+        print(market_summary(default_market(), "gymkit default market (synthetic, embedded)"))
+        print()
+    print(run_demo(args.env, as_json=args.json))
+    return 0
+
+
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
+    p.add_argument("--json", action="store_true", help="print the score cards as JSON lines")
+
+
 COMMANDS: tuple[Command, ...] = (
+    Command("demo", "score a sample group of answers on the embedded market", _configure_demo, _cmd_demo),
     Command("market", "summarise the embedded default market or a panel file", _configure_market, _cmd_market),
 )
 

@@ -62,6 +62,7 @@ class NoveltyArchive:
         self._z = np.zeros((0, self.n_days))
         self._index: dict[str, int] = {}
         self.version = 0
+        self._digest: str | None = None  # cached content hash, dropped by every change
 
     # ------------------------------------------------------------------ reads
     def __len__(self) -> int:
@@ -74,13 +75,19 @@ class NoveltyArchive:
 
     @property
     def digest(self) -> str:
-        """sha256 of the archive's content (forms, pins and P&L bytes); stable across processes."""
+        """sha256 of the archive's content (forms, pins and P&L bytes); stable across processes.
+
+        Computed once per content (a score card reports it, so it must be cheap to read).
+        """
+        if self._digest is not None:
+            return self._digest
         h = hashlib.sha256(_FORMAT.encode())
         h.update(np.int64(self.n_days).tobytes())
         for form, pin in zip(self._forms, self._pinned, strict=True):
             h.update(b"\x1f" + form.encode() + (b"\x01" if pin else b"\x00"))
         h.update(np.ascontiguousarray(self._pnl, dtype="<f8").tobytes())
-        return h.hexdigest()
+        self._digest = h.hexdigest()
+        return self._digest
 
     def contains(self, form: str) -> bool:
         """True when canonical ``form`` is already in the archive."""
@@ -134,6 +141,7 @@ class NoveltyArchive:
         self._z = np.vstack([self._z, _standardise(x[None, :])])
         self._index = {f: i for i, f in enumerate(self._forms)}
         self.version += 1
+        self._digest = None
         return True
 
     # ------------------------------------------------------------- snapshots

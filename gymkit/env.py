@@ -1,0 +1,277 @@
+"""The environment: score answers into cards, group advantages, the archive, Gymnasium-style API.
+
+An :class:`Environment` is built once from an :class:`~gymkit.config.EnvConfig` and a market
+panel; everything per environment (the train panel, the window context, the factor model,
+the seeded novelty archive, fingerprints) is prepared then, and each answer costs only its
+own parse, evaluation, backtest and channels.
+
+Train-mode isolation: the environment keeps ``split.train(market)`` — a panel physically
+without holdout rows — and scoring evaluates and backtests on it alone.  ``self.market``
+(the whole panel) is kept for the holdout protocol, which scoring never runs.
+
+State: the only mutable state is the novelty archive.  Scoring reads it; :meth:`commit`
+adds accepted (valid) answers and bumps its version; :meth:`archive_snapshot` /
+:meth:`archive_restore` save and restore it.  A card records the archive version and digest
+it was scored against: the same completion, environment and archive state give a
+byte-identical ``card.to_dict(timings=False)`` in every process.
+
+Gymnasium-style single-turn API: ``reset(seed, options) -> (obs, info)``, where ``obs`` is
+the task prompt (``options={'brief': text}`` or ``{'briefs': [...]}`` picks the brief, the
+latter with the seeded ``np_random``), and ``step(action) -> (obs, reward, terminated,
+truncated, info)`` scores the answer: ``reward = card.reward``, ``terminated = True``,
+``truncated = False``, ``info = {'card': card, 'valid': ..., 'channels': ...}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from gymkit.advantages import AdvantageInfo, gdpo_advantages
+from gymkit.data.panel import Panel
+from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
+from gymkit.dsl.operators import OPERATORS
+from gymkit.verifiers.archive import NoveltyArchive
+from gymkit.verifiers.channels import CHANNELS
+from gymkit.verifiers.context import window_context
+from gymkit.verifiers.costs import cost_model_from_dict
+from gymkit.verifiers.cpcv import CPCV
+
+from .card import TIMING_PHASES, ScoreCard
+from .config import EnvConfig
+from .scoring import (
+    AnswerState,
+    ScoringSetup,
+    card_metrics,
+    facts_of,
+    gate_book,
+    gate_text,
+    novelty_of,
+    risk_channels,
+    run_oracle,
+    scalar_reward,
+)
+from .seed_archive import seeded_archive
+
+__all__ = ["Environment", "resolve_market"]
+
+
+def resolve_market(config: EnvConfig, market: Panel | None) -> Panel:
+    """The panel an environment runs on: ``market`` if given, else what ``config.market`` names."""
+    if market is not None:
+        if not isinstance(market, Panel):
+            raise TypeError(f"market must be a gymkit.data.Panel, got {type(market).__name__}")
+        return market
+    if config.market == "default":
+        from gymkit.data import default_market
+
+        return default_market()
+    if config.market == "user":
+        raise ValueError(f"environment {config.env_id!r} runs on a user market: pass market=panel")
+    from gymkit.data import load_panel
+
+    return load_panel(config.market)
+
+
+class Environment:
+    """A scoring environment (module doc).  Create it with :func:`gymkit.make`."""
+
+    def __init__(self, config: EnvConfig, market: Panel | None = None, *,
+                 cache: EvalCache | None = DEFAULT_CACHE) -> None:
+        from gymkit import __version__
+
+        self.config = config
+        self.market = resolve_market(config, market)
+        self.data_fingerprint = self.market.fingerprint
+        self.fingerprint = config.fingerprint(self.data_fingerprint)
+        self.gymkit_version = __version__
+        split = config.split_obj
+        train = split.train(self.market)
+        self.setup = ScoringSetup.build(
+            train, split, cost_model_from_dict(config.train_costs), CPCV(**config.cpcv),
+            config.burn_in, config.channel_params, cache)
+        self.n_days = window_context(train, split, "train", config.burn_in).judged.n_days
+        self.channels: tuple[str, ...] = config.channels
+        self.priorities = np.array(config.active_priorities(), dtype=np.float64)
+        self._priority_of = {n: config.priorities[n] for n in self.channels}
+        self.notes: tuple[str, ...] = tuple(self._inactive_notes())
+        self.archive: NoveltyArchive = seeded_archive(
+            self.setup, config.archive["seed"], config.archive["capacity"], self.n_days,
+            self.data_fingerprint, self.fingerprint)
+        self.np_random = np.random.default_rng()
+        self._observation: str | None = None
+        self._brief: str | None = None
+        self._done = True
+
+    def __repr__(self) -> str:
+        return (f"Environment({self.config.env_id!r}, {len(self.channels)} channels, archive "
+                f"v{self.archive.version} with {len(self.archive)} entries)")
+
+    def _inactive_notes(self) -> Iterable[str]:
+        for ch in CHANNELS:
+            if ch.name in self.channels:
+                continue
+            if ch.needs == "stress_worlds" and not self.config.stress_worlds:
+                yield f"{ch.name}: no stress worlds configured"
+            else:
+                yield f"{ch.name}: disabled by configuration"
+
+    # ----------------------------------------------------------------- scoring
+    def score(self, completion: str) -> ScoreCard:
+        """Score one answer (a group of one: R2 is 0, R9 sees only the archive)."""
+        return self.score_group([completion])[0]
+
+    def score_group(self, completions: Sequence[str], brief: str | None = None) -> list[ScoreCard]:
+        """Score the answers to one prompt; group channels (R2, R9's in-group duplicates) filled.
+
+        ``brief`` is recorded in each card as a sha256 digest (for audit); scoring does not
+        depend on it.  Never raises on bad answers: each becomes an invalid card.
+        """
+        if isinstance(completions, str):
+            raise TypeError("score_group takes a sequence of completions, not one string")
+        setup = self.setup
+        states: list[AnswerState] = []
+        for c in completions:
+            t0 = time.perf_counter()
+            st = gate_text(c, setup)
+            run_oracle(st, setup)
+            gate_book(st, setup)
+            st.timings["wall"] = time.perf_counter() - t0
+            states.append(st)
+        seen: dict[str, int] = {}
+        novelties = []
+        for st in states:
+            t0 = time.perf_counter()
+            dup = 0
+            if st.valid and st.canonical is not None:
+                dup = seen.get(st.canonical, 0)
+                seen[st.canonical] = dup + 1
+            novelties.append(novelty_of(st, self.archive, dup))
+            st.timings["novelty"] = time.perf_counter() - t0
+        facts = [facts_of(st, nov) for st, nov in zip(states, novelties, strict=True)]
+        t0 = time.perf_counter()
+        channel_rows = risk_channels(facts, self.channels, setup.params)
+        t_channels = (time.perf_counter() - t0) / max(1, len(states))
+        digest = None if brief is None else hashlib.sha256(brief.encode()).hexdigest()
+        version, archive_digest = self.archive.version, self.archive.digest
+        cards = []
+        for st, nov, f, ch in zip(states, novelties, facts, channel_rows, strict=True):
+            t0 = time.perf_counter()
+            reward, capped = scalar_reward(ch, self._priority_of, f, setup.params)
+            notes = list(self.notes)
+            if capped:
+                notes.append("motif_guard: single-motif or price-only with IC below the "
+                             "threshold; reward capped at 0")
+            metrics = card_metrics(st, nov, f, capped)
+            tm = {k: st.timings.get(k, 0.0) for k in TIMING_PHASES}
+            tm["channels"] = t_channels + time.perf_counter() - t0
+            tm["stress"] = 0.0
+            tm["total"] = st.timings["wall"] + tm["novelty"] + tm["channels"]
+            cards.append(ScoreCard(
+                valid=st.valid, error=st.error, channels=ch, reward=reward,
+                metrics=metrics, timings=tm, notes=tuple(notes),
+                formula=st.formula, canonical=st.canonical, env_id=self.config.env_id,
+                env_fingerprint=self.fingerprint, data_fingerprint=self.data_fingerprint,
+                archive_version=version, archive_digest=archive_digest,
+                gymkit_version=self.gymkit_version, brief_digest=digest,
+                pnl=st.bt.net if (st.valid and st.bt is not None) else None))
+        return cards
+
+    def channel_matrix(self, cards: Sequence[ScoreCard]) -> tuple[np.ndarray, np.ndarray]:
+        """Return ((G, K) raw channel values of the active channels, (G,) valid mask)."""
+        self._check_cards(cards)
+        x = np.array([c.channel_vector(self.channels) for c in cards], dtype=np.float64)
+        return x.reshape(len(cards), len(self.channels)), np.array([c.valid for c in cards], dtype=bool)
+
+    def group_advantages(self, cards: Sequence[ScoreCard]) -> tuple[np.ndarray, AdvantageInfo]:
+        """GDPO advantages of one group's cards (active channels, priorities, validity, floor)."""
+        x, valid = self.channel_matrix(cards)
+        core = self.channels.index("cpcv") if "cpcv" in self.channels else 0
+        return gdpo_advantages(x, self.priorities, valid, floor=self.config.advantage_floor, core=core)
+
+    def _check_cards(self, cards: Sequence[ScoreCard]) -> None:
+        for i, c in enumerate(cards):
+            if not isinstance(c, ScoreCard):
+                raise TypeError(f"item {i} is a {type(c).__name__}, not a ScoreCard")
+            if c.env_fingerprint != self.fingerprint:
+                raise ValueError(f"card {i} was scored by another environment "
+                                 f"({c.env_fingerprint[:12]} != {self.fingerprint[:12]})")
+
+    # ------------------------------------------------------------------ archive
+    def commit(self, items: Sequence[ScoreCard | str]) -> int:
+        """Add the accepted (valid) answers among ``items`` (cards or completions) to the archive.
+
+        Returns how many entries were added (known forms and invalid answers are skipped).
+        Completions are scored first.  This is the only call that changes the archive.
+        """
+        added = 0
+        for i, item in enumerate(items):
+            card = self.score(item) if isinstance(item, str) else item
+            self._check_cards([card])
+            if not card.valid or card.canonical is None:
+                continue
+            if card.pnl is None:
+                raise ValueError(f"card {i} carries no P&L (was it rebuilt from JSON?)")
+            added += bool(self.archive.add(card.canonical, card.pnl))
+        return added
+
+    def archive_snapshot(self) -> bytes:
+        """The archive's bytes (:meth:`NoveltyArchive.snapshot`)."""
+        return self.archive.snapshot()
+
+    def archive_restore(self, blob: bytes) -> None:
+        """Replace the archive with one restored from :meth:`archive_snapshot` bytes."""
+        arc = NoveltyArchive.restore(blob)
+        if arc.n_days != self.n_days:
+            raise ValueError(f"archive snapshot covers {arc.n_days} days; this environment judges "
+                             f"{self.n_days}")
+        self.archive = arc
+
+    # --------------------------------------------------------- Gymnasium style
+    def observation(self, brief: str | None = None) -> str:
+        """The task prompt (version ``config.PROMPT_VERSION``): contract, vocabulary, brief."""
+        fields = " ".join(self.setup.fields)
+        levels = " ".join(self.setup.levels) or "none"
+        ops = " ".join(sorted(OPERATORS))
+        text = (
+            "Write one trading formula (an alpha) in the gymkit DSL. It is ranked across "
+            "stocks each day into a dollar-neutral long-short book, filled at the next open.\n"
+            f"Fields: {fields}. Group levels: {levels}. Operators: {ops}. "
+            "Windows are integer literals 1..252; total lookback <= 252 sessions.\n"
+            "Answer with exactly one <alpha>formula</alpha>; an optional <think>...</think> "
+            "block may precede it.")
+        if brief:
+            text += "\nBrief: " + brief
+        return text
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        """Start an episode: return (prompt, info).  ``seed`` reseeds ``np_random``."""
+        if seed is not None:
+            self.np_random = np.random.default_rng(seed)
+        opts = dict(options or {})
+        brief = opts.get("brief")
+        if brief is None and opts.get("briefs"):
+            briefs = list(opts["briefs"])
+            brief = briefs[int(self.np_random.integers(len(briefs)))]
+        self._brief = brief
+        self._observation = self.observation(brief)
+        self._done = False
+        info = {"env_id": self.config.env_id, "env_fingerprint": self.fingerprint,
+                "data_fingerprint": self.data_fingerprint, "archive_version": self.archive.version,
+                "channels": list(self.channels), "notes": list(self.notes), "brief": brief}
+        return self._observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """Score the answer ``action``; the episode ends (single turn)."""
+        if self._observation is None:
+            raise RuntimeError("call reset() before step()")
+        if self._done:
+            raise RuntimeError("the episode is over (single turn): call reset() first")
+        card = self.score_group([action], brief=self._brief)[0]
+        self._done = True
+        info = {"card": card, "valid": card.valid, "channels": dict(card.channels),
+                "error": None if card.error is None else card.error.code}
+        return self._observation, card.reward, True, False, info

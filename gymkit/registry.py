@@ -1,0 +1,60 @@
+"""The environment registry: one table of named configurations, ``make`` and ``list_envs``.
+
+``us46-default`` is the embedded default market (46 synthetic US stocks, DESIGN §2 split)
+with the seed's best reward configuration (DESIGN §5) minus R3, which needs stress worlds.
+``make(env_id, market=panel)`` runs the same configuration on a user's panel (the config's
+``market`` becomes ``"user"`` and the data fingerprint changes the environment fingerprint);
+keyword overrides change any config field, dict fields merged key by key, e.g.
+``make("us46-default", priorities={"cpcv": 2.0}, thresholds={"min_turnover_floor": 0.03})``.
+``make`` also accepts an :class:`EnvConfig` or the path of a TOML file written by
+:meth:`EnvConfig.save`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gymkit.data.panel import Panel
+
+from .config import EnvConfig
+from .env import Environment
+
+__all__ = ["ENVIRONMENTS", "list_envs", "make"]
+
+#: Named environment configurations.
+ENVIRONMENTS: dict[str, EnvConfig] = {
+    "us46-default": EnvConfig(),
+}
+
+
+def list_envs() -> list[str]:
+    """Names of the registered environments, sorted."""
+    return sorted(ENVIRONMENTS)
+
+
+def _config_of(env_id: str | EnvConfig | Path) -> EnvConfig:
+    if isinstance(env_id, EnvConfig):
+        return env_id
+    key = str(env_id)
+    if key in ENVIRONMENTS:
+        return ENVIRONMENTS[key]
+    if key.endswith(".toml") and Path(key).is_file():
+        return EnvConfig.load(key)
+    raise ValueError(f"unknown environment {key!r}; registered: {list_envs()} "
+                     "(or pass an EnvConfig or a .toml path)")
+
+
+def make(env_id: str | EnvConfig | Path = "us46-default", *, market: Panel | None = None,
+         **overrides: Any) -> Environment:
+    """Build the environment ``env_id`` (a registry name, an EnvConfig or a .toml path).
+
+    ``market``: run on this panel instead of the configured market.  ``overrides``: config
+    fields to change (unknown names raise ``ValueError``).
+    """
+    config = _config_of(env_id)
+    if market is not None and "market" not in overrides:
+        overrides["market"] = "user"
+    if overrides:
+        config = config.replace(**overrides)
+    return Environment(config, market)

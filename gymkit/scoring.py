@@ -1,0 +1,251 @@
+"""The three layers of the verifier (playbook §3): gate → oracle → risk scorer, fail-closed.
+
+1. **Gate** (:func:`gate_text`, then :func:`gate_book`).  Text: exactly one non-empty
+   ``<alpha>`` tag, a formula that parses within every DSL limit and reads only fields and
+   group levels the (train) panel has.  Book (checked on the oracle's output, still layer 1):
+   the book must hold a position on some judged day (``degenerate_book``: empty or constant
+   formulas such as ``x - x``) and trade at least the turnover floor (``turnover_floor``).
+   Any exception while evaluating or backtesting is a failure too (``evaluation_failed``):
+   the verifier fails closed, it never passes an answer it could not check.
+2. **Oracle** (:func:`run_oracle`).  Evaluate the formula on the *train panel* — a panel
+   physically without holdout rows — and backtest it in ``mode='train'`` with the
+   environment's costs and CPCV.
+3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward`).  The channel table of
+   :mod:`gymkit.verifiers.channels`.  Validity is decided before layer 3 runs and nothing in
+   layer 3 can change it; invalid answers get R1/R6 penalties and 0 elsewhere.
+
+Novelty (:func:`novelty_of`) only *reads* the archive.  :class:`AnswerState` carries one
+answer through the layers with its per-phase timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gymkit.data.panel import Panel
+from gymkit.data.splits import Split
+from gymkit.dsl import DSLError, canonical, extract, lookback, motifs, node_count, parse, to_text
+from gymkit.dsl.ast import Node
+from gymkit.dsl.cache import EvalCache
+from gymkit.dsl.evaluator import evaluate
+from gymkit.dsl.operators import FIELDS, LEVELS
+from gymkit.verifiers.archive import NoveltyArchive
+from gymkit.verifiers.channels import (
+    AnswerFacts,
+    ChannelParams,
+    compute_channels,
+    motif_guard_triggered,
+)
+from gymkit.verifiers.cpcv import CPCV
+from gymkit.verifiers.oracle import BacktestResult, backtest
+
+from .card import CardError
+
+__all__ = [
+    "AnswerState",
+    "ScoringSetup",
+    "facts_of",
+    "gate_book",
+    "gate_text",
+    "novelty_of",
+    "risk_channels",
+    "run_oracle",
+    "scalar_reward",
+]
+
+
+@dataclass(frozen=True)
+class ScoringSetup:
+    """What every answer of one environment is scored against (built once per environment)."""
+
+    train: Panel
+    split: Split
+    costs: object
+    cpcv: CPCV
+    burn_in: int
+    params: ChannelParams
+    cache: EvalCache | None
+    fields: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, train: Panel, split: Split, costs: object, cpcv: CPCV, burn_in: int,
+              params: ChannelParams, cache: EvalCache | None) -> ScoringSetup:
+        """Create a setup; the available fields and group levels are read off ``train``."""
+        fields_ = tuple(n for n in FIELDS if train.has_field(n))
+        levels = tuple(lv for lv in LEVELS if train.has_groups(lv))
+        return cls(train, split, costs, cpcv, burn_in, params, cache, fields_, levels)
+
+
+@dataclass
+class AnswerState:
+    """One answer on its way through the layers."""
+
+    completion: object
+    formula: str | None = None
+    has_reasoning: bool = False
+    expr: Node | None = None
+    canonical: str | None = None
+    error: CardError | None = None
+    bt: BacktestResult | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        """True while no layer-1 check has failed (final once :func:`gate_book` ran)."""
+        return self.error is None
+
+
+def gate_text(completion: object, setup: ScoringSetup) -> AnswerState:
+    """Layer 1 on the text: tag, parse, limits, availability.  Never raises."""
+    t0 = time.perf_counter()
+    st = AnswerState(completion)
+    try:
+        ex = extract(completion)  # type: ignore[arg-type]
+        st.formula = ex.formula
+        st.has_reasoning = ex.has_reasoning
+        st.expr = parse(ex.formula, fields=setup.fields, levels=setup.levels)
+        st.canonical = to_text(canonical(st.expr))
+    except DSLError as err:
+        st.error = CardError(err.code, err.message, err.position if err.position >= 0 else None)
+        st.expr = None
+    st.timings["parse"] = time.perf_counter() - t0
+    return st
+
+
+def run_oracle(st: AnswerState, setup: ScoringSetup) -> None:
+    """Layer 2: evaluate on the train panel and backtest in train mode (fail-closed)."""
+    st.timings.update(evaluate=0.0, book=0.0, cpcv=0.0, factors=0.0)
+    if st.error is not None or st.expr is None:
+        return
+    t0 = time.perf_counter()
+    try:
+        values = evaluate(st.expr, setup.train, cache=setup.cache)
+        t1 = time.perf_counter()
+        st.timings["evaluate"] = t1 - t0
+        st.bt = backtest(values, setup.train, setup.split, "train", setup.costs,  # type: ignore[arg-type]
+                         cpcv=setup.cpcv, burn_in=setup.burn_in)
+    except DSLError as err:
+        st.error = CardError(err.code, err.message, err.position if err.position >= 0 else None)
+        return
+    except Exception as exc:  # fail closed: an answer we could not check is not valid
+        st.error = CardError("evaluation_failed",
+                             f"the formula could not be evaluated ({type(exc).__name__})",
+                             None, "book")
+        return
+    tm = st.bt.timings
+    st.timings["book"] = tm["setup"] + tm["book"] + tm["costs"] + tm["metrics"]
+    st.timings["cpcv"] = tm["cpcv"]
+    st.timings["factors"] = tm["factors"]
+
+
+def gate_book(st: AnswerState, setup: ScoringSetup) -> None:
+    """Layer 1 on the book: non-finite results, empty/constant book, turnover floor."""
+    bt = st.bt
+    if st.error is not None or bt is None:
+        return
+    m = bt.metrics
+    if not (np.isfinite(bt.cpcv.score) and np.isfinite(m.turnover) and np.isfinite(m.ic)
+            and np.isfinite(bt.factors.residual_sharpe)):
+        st.error = CardError("evaluation_failed", "the backtest produced a non-finite statistic",
+                             None, "book")
+    elif not bt.weights.any():
+        st.error = CardError(
+            "degenerate_book",
+            "the book holds no position on any judged day (an empty or constant formula such "
+            "as x - x)", None, "book")
+    elif m.turnover < setup.params.min_turnover_floor:
+        st.error = CardError(
+            "turnover_floor",
+            f"turnover {m.turnover:.4f} a day is below the {setup.params.min_turnover_floor:g} "
+            "floor: the book is (nearly) static", None, "book")
+
+
+@dataclass(frozen=True)
+class Novelty:
+    """Novelty look-up of one answer: max |corr| with the archive, the nearest form, seen-ness."""
+
+    max_abs_corr: float = 0.0
+    nearest: str | None = None
+    nearest_corr: float = 0.0
+    in_archive: bool = False
+    group_duplicates: int = 0
+
+
+def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int) -> Novelty:
+    """Read-only archive look-up of a valid answer's net P&L and canonical form."""
+    if not st.valid or st.bt is None or st.canonical is None:
+        return Novelty()
+    hit = archive.nearest(st.bt.net) if len(archive) else None
+    return Novelty(
+        max_abs_corr=0.0 if hit is None else min(1.0, abs(hit.corr)),
+        nearest=None if hit is None else hit.form,
+        nearest_corr=0.0 if hit is None else hit.corr,
+        in_archive=archive.contains(st.canonical),
+        group_duplicates=group_duplicates,
+    )
+
+
+def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:
+    """The :class:`AnswerFacts` the channel table reads."""
+    code = None if st.error is None else st.error.code
+    if st.expr is None:
+        return AnswerFacts(valid=False, error_code=code)
+    mot = motifs(st.expr)
+    base = dict(valid=st.valid, error_code=code, is_single_motif=mot.is_single_motif,
+                is_price_only=mot.is_price_only, node_count=node_count(st.expr),
+                has_reasoning=st.has_reasoning)
+    bt = st.bt
+    if bt is None:
+        return AnswerFacts(**base)
+    return AnswerFacts(
+        **base, cpcv=bt.cpcv.score, turnover=bt.metrics.turnover, ic=bt.metrics.ic,
+        raw_sharpe=bt.factors.raw_sharpe, residual_sharpe=bt.factors.residual_sharpe,
+        mean_is=bt.cpcv.mean_is, mean_oos=bt.cpcv.mean_oos, max_abs_corr=nov.max_abs_corr,
+        in_archive=nov.in_archive, group_duplicates=nov.group_duplicates)
+
+
+def risk_channels(facts: Sequence[AnswerFacts], active: Sequence[str],
+                  params: ChannelParams) -> list[dict[str, float]]:
+    """Layer 3: raw channel values per answer (validity is an input, never an output)."""
+    return compute_channels(facts, active, params)
+
+
+def scalar_reward(channels: dict[str, float], priorities: dict[str, float], f: AnswerFacts,
+                  params: ChannelParams) -> tuple[float, bool]:
+    """Return (Σ priority·channel, capped): capped at 0 when R10 is active and fires."""
+    r = 0.0
+    for name, v in channels.items():
+        r += priorities[name] * v
+    capped = "motif_guard" in channels and motif_guard_triggered(f, params)
+    if capped:
+        r = min(r, 0.0)
+    return r + 0.0, capped
+
+
+def card_metrics(st: AnswerState, nov: Novelty, f: AnswerFacts, capped: bool) -> dict[str, object]:
+    """The card's ``metrics``: backtest statistics, CPCV, factors, novelty, structure."""
+    if st.expr is None:
+        return {}
+    mot = motifs(st.expr)
+    out: dict[str, object] = {}
+    bt = st.bt
+    if bt is not None:
+        out.update(bt.metrics.to_dict())
+        out["first_date"] = str(bt.dates[0])
+        out["last_date"] = str(bt.dates[-1])
+        out["cpcv"] = {**bt.cpcv.to_dict(), "mean_is": bt.cpcv.mean_is, "mean_oos": bt.cpcv.mean_oos}
+        out["factors"] = bt.factors.to_dict()
+    out["novelty"] = {"max_abs_corr": nov.max_abs_corr, "nearest": nov.nearest,
+                      "nearest_corr": nov.nearest_corr, "in_archive": nov.in_archive,
+                      "group_duplicates": nov.group_duplicates}
+    out["structure"] = {"node_count": f.node_count, "lookback": lookback(st.expr),
+                        "fields": sorted(mot.fields), "families": sorted(mot.families),
+                        "data": sorted(mot.data), "is_price_only": mot.is_price_only,
+                        "is_single_motif": mot.is_single_motif}
+    out["motif_guard"] = capped
+    return out

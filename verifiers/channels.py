@@ -1,0 +1,358 @@
+"""The reward-channel registry (DESIGN §5): one table, R1–R12, and a pure function per channel.
+
+Each row of :data:`CHANNELS` names a channel (id, name), its default GDPO priority, its raw
+value range, whether it needs the whole group, the facts it reads, and a pure function of
+those facts and the thresholds (:class:`ChannelParams`).  Environments choose which channels
+are active, their priorities and their thresholds by configuration; nothing here holds state.
+
+Inputs.  Every per-answer function reads one :class:`AnswerFacts` (what layers 1 and 2
+established about one answer, plus its novelty look-up); the one group channel (R2) reads the
+facts of the whole group.  Constants (defaults of :class:`ChannelParams`, DESIGN §5 where it
+gives them, decided here where it is silent — each has a worked example in
+``tests/gym/test_channels.py``):
+
+====  =================  =====  ==========================================================
+id    name               prio   raw value (valid answer unless stated)
+====  =================  =====  ==========================================================
+R1    cpcv               3.0    CPCV score mean(SR) − 0.5·std(SR) of the 15 test Sharpes of
+                                net train returns, clipped to [−5, 5].  Invalid answers:
+                                −1.0 for a tag failure (missing_tag, empty_tag,
+                                multiple_tags, unclosed_tag); −0.8 for any other DSL error
+                                (syntax, names, limits, unavailable field/group) and for a
+                                book failure (turnover floor, empty/constant book, an
+                                evaluation that failed).
+R2    pbo                1.0    group: rank_drop_penalty(mean IS Sharpe, mean OOS Sharpe) over
+                                the VALID answers: −0.48·max(0, rank_oos − rank_is)/(G−1),
+                                in [−0.48, 0]; invalid answers and single answers get 0.
+R3    jepa_stress        0.4    −min(1, 0.4·log(1 + mean CPCV drop over the stress worlds))
+                                (drop floored at 0), in [−1, 0].  Needs stress worlds: not
+                                active in an environment without them.
+R4    factor_neutrality  0.4    −0.4·clip(raw Sharpe − residual Sharpe, 0, 3) after the five
+                                factors; in [−1.2, 0] (1.5 → 0.3 pays −0.48).
+R5    turnover           1.0    −2·max(0, turnover − 0.5); turnover ≤ 2 so in [−3, 0].
+R6    min_turnover       0.5    0 at turnover ≥ 0.06; linear from 0 at 0.06 to −1.0 at 0.02;
+                                below 0.02 the answer is invalid and R6 = −1.0 (also on an
+                                invalid card whose gate failure was the floor or an empty
+                                book, which trades 0).  In [−1, 0].
+R7    ic                 0.2    0.2·clip(20·IC, −1, 1), then min(·, 0.05) while cpcv ≤ 0;
+                                in [−0.2, 0.2].
+R8    novelty_pnl        0.4    0.4·(1 − max |corr| of the daily net train P&L with the
+                                archive); a near-duplicate (max |corr| ≥ 0.95) gets −0.2
+                                instead.  Empty archive: max |corr| = 0.  In [−0.2, 0.4].
+R9    novelty_syntax     0.2    bucketed canonical form unseen (not in the archive, not an
+                                earlier valid answer of the same group): +0.2·(1 − max|corr|)
+                                (the R8 correlation); otherwise −0.3 × duplicates, where the
+                                archive counts 1 and each earlier valid identical form in the
+                                group counts 1.  In (−∞, 0.2]; ≥ −0.3·G in practice.
+R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC < 0.005, and
+                                the card's scalar reward is then capped at 0; else 0.
+R11   complexity         0.2    −0.02·max(0, node_count − 24); in (−∞, 0].
+R12   format             1.0    +0.05 when a reasoning block precedes the tag, else 0.
+====  =================  =====  ==========================================================
+
+Invalid answers (layer 1 failed): R1 and R6 as above, every other channel exactly 0; no
+channel function can make an answer valid (validity is decided before this table runs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from gymkit.dsl.errors import TAG_CODES
+
+from .pbo import rank_drop_penalty
+
+__all__ = [
+    "BOOK_GATE_CODES",
+    "CHANNELS",
+    "CHANNEL_NAMES",
+    "CHANNEL_TABLE_VERSION",
+    "AnswerFacts",
+    "Channel",
+    "ChannelParams",
+    "channel",
+    "compute_channels",
+    "motif_guard_triggered",
+]
+
+#: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
+CHANNEL_TABLE_VERSION = "channels-v1"
+
+#: Gate codes of failures found on the book (after the oracle ran), not in the text.
+BOOK_GATE_CODES = frozenset({"turnover_floor", "degenerate_book", "evaluation_failed"})
+#: Gate codes for which R6 is −1.0 on the invalid card (the book trades below the floor).
+FLOOR_CODES = frozenset({"turnover_floor", "degenerate_book"})
+
+
+@dataclass(frozen=True)
+class ChannelParams:
+    """Every threshold and constant of the channel table (defaults: module table)."""
+
+    cpcv_clip: float = 5.0
+    missing_tag_penalty: float = -1.0
+    parse_penalty: float = -0.8
+    book_penalty: float = -0.8
+    pbo_scale: float = 0.48
+    factor_scale: float = 0.4
+    factor_clip: float = 3.0
+    stress_scale: float = 0.4
+    turnover_cap: float = 0.5
+    turnover_slope: float = 2.0
+    min_turnover_free: float = 0.06
+    min_turnover_floor: float = 0.02
+    min_turnover_penalty: float = -1.0
+    ic_scale: float = 0.2
+    ic_multiplier: float = 20.0
+    ic_cap_without_cpcv: float = 0.05
+    novelty_pnl_scale: float = 0.4
+    near_duplicate_corr: float = 0.95
+    near_duplicate_penalty: float = -0.2
+    novelty_syntax_bonus: float = 0.2
+    duplicate_penalty: float = -0.3
+    motif_ic_threshold: float = 0.005
+    motif_penalty: float = -1.0
+    complexity_free_nodes: int = 24
+    complexity_per_node: float = -0.02
+    format_bonus: float = 0.05
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                raise ValueError(f"channel parameter {f.name} must be a finite number, got {v!r}")
+        if not 0.0 <= self.min_turnover_floor < self.min_turnover_free:
+            raise ValueError(
+                f"channel parameters need 0 <= min_turnover_floor < min_turnover_free, got "
+                f"{self.min_turnover_floor} and {self.min_turnover_free}")
+
+    def to_dict(self) -> dict[str, float | int]:
+        """Return the parameters as a flat dict (round-trips through ``ChannelParams(**d)``)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> ChannelParams:
+        """Build from a (partial) dict; unknown keys raise ``ValueError`` naming them."""
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(d) - known)
+        if bad:
+            raise ValueError(f"unknown channel parameter(s) {bad}; expected some of {sorted(known)}")
+        return cls(**d)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class AnswerFacts:
+    """What layers 1–2 and the novelty look-up established about one answer.
+
+    ``valid``/``error_code`` come from the gate.  Oracle numbers (NaN when the oracle did
+    not run): ``cpcv`` (raw score), ``turnover``, ``ic``, ``raw_sharpe``, ``residual_sharpe``,
+    ``mean_is``/``mean_oos`` (CPCV mean in-sample / test Sharpe).  Novelty: ``max_abs_corr``
+    (with the archive, 0.0 for an empty archive), ``in_archive``, ``group_duplicates``
+    (earlier valid answers of the group with the same bucketed canonical form).  Structure:
+    ``is_single_motif``, ``is_price_only``, ``node_count``, ``has_reasoning``.  ``stress_drop``:
+    mean CPCV drop over stress worlds (NaN without worlds).
+    """
+
+    valid: bool
+    error_code: str | None = None
+    cpcv: float = math.nan
+    turnover: float = math.nan
+    ic: float = math.nan
+    raw_sharpe: float = math.nan
+    residual_sharpe: float = math.nan
+    mean_is: float = math.nan
+    mean_oos: float = math.nan
+    max_abs_corr: float = 0.0
+    in_archive: bool = False
+    group_duplicates: int = 0
+    is_single_motif: bool = False
+    is_price_only: bool = False
+    node_count: int = 0
+    has_reasoning: bool = False
+    stress_drop: float = math.nan
+
+    @property
+    def duplicates(self) -> int:
+        """R9's duplicate count: 1 for the archive plus the earlier identical group answers."""
+        return int(self.in_archive) + int(self.group_duplicates)
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return min(max(x, lo), hi)
+
+
+# ----------------------------------------------------------------- channel functions
+def cpcv_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R1: clipped CPCV score; gate penalties on invalid answers (module table)."""
+    if not f.valid:
+        if f.error_code in TAG_CODES:
+            return p.missing_tag_penalty
+        if f.error_code in BOOK_GATE_CODES:
+            return p.book_penalty
+        return p.parse_penalty
+    return _clip(f.cpcv, -p.cpcv_clip, p.cpcv_clip)
+
+
+def pbo_channel(group: Sequence[AnswerFacts], p: ChannelParams) -> np.ndarray:
+    """R2 (group): rank-drop penalty of mean IS vs mean OOS CPCV Sharpe over the valid answers."""
+    is_ = np.array([f.mean_is if f.valid else math.nan for f in group], dtype=np.float64)
+    oos = np.array([f.mean_oos if f.valid else math.nan for f in group], dtype=np.float64)
+    if len(group) == 0:
+        return np.zeros(0)
+    return rank_drop_penalty(is_, oos, scale=p.pbo_scale)
+
+
+def jepa_stress_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R3: −min(1, scale·log(1 + max(0, mean drop))); needs ``stress_drop`` (ValueError if NaN)."""
+    if not math.isfinite(f.stress_drop):
+        raise ValueError("jepa_stress needs the mean CPCV drop over stress worlds; none configured")
+    return -min(1.0, p.stress_scale * math.log1p(max(0.0, f.stress_drop)))
+
+
+def factor_neutrality_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R4: −scale·clip(raw Sharpe − residual Sharpe, 0, clip)."""
+    return -p.factor_scale * _clip(f.raw_sharpe - f.residual_sharpe, 0.0, p.factor_clip) + 0.0
+
+
+def turnover_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R5: −slope·max(0, turnover − cap)."""
+    return -p.turnover_slope * max(0.0, f.turnover - p.turnover_cap) + 0.0
+
+
+def min_turnover_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R6: 0 above ``min_turnover_free``, linear ramp to ``min_turnover_penalty`` at the floor."""
+    if not f.valid:
+        return p.min_turnover_penalty if f.error_code in FLOOR_CODES else 0.0
+    if f.turnover >= p.min_turnover_free:
+        return 0.0
+    if f.turnover <= p.min_turnover_floor:
+        return p.min_turnover_penalty
+    share = (p.min_turnover_free - f.turnover) / (p.min_turnover_free - p.min_turnover_floor)
+    return p.min_turnover_penalty * share
+
+
+def ic_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R7: scale·clip(multiplier·IC, −1, 1), at most ``ic_cap_without_cpcv`` while cpcv ≤ 0."""
+    v = p.ic_scale * _clip(p.ic_multiplier * f.ic, -1.0, 1.0)
+    if f.cpcv <= 0.0:
+        v = min(v, p.ic_cap_without_cpcv)
+    return v + 0.0
+
+
+def novelty_pnl_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R8: scale·(1 − max|corr|) with the archive; ``near_duplicate_penalty`` at ≥ the threshold."""
+    if f.max_abs_corr >= p.near_duplicate_corr:
+        return p.near_duplicate_penalty
+    return p.novelty_pnl_scale * (1.0 - f.max_abs_corr)
+
+
+def novelty_syntax_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R9: bonus·(1 − max|corr|) for an unseen form, else ``duplicate_penalty`` × duplicates."""
+    dups = f.duplicates
+    if dups == 0:
+        return p.novelty_syntax_bonus * (1.0 - f.max_abs_corr)
+    return p.duplicate_penalty * dups
+
+
+def motif_guard_triggered(f: AnswerFacts, p: ChannelParams) -> bool:
+    """True when R10 fires: a valid single-motif or price-only answer with IC < the threshold."""
+    return bool(f.valid and (f.is_single_motif or f.is_price_only) and f.ic < p.motif_ic_threshold)
+
+
+def motif_guard_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R10: ``motif_penalty`` when :func:`motif_guard_triggered`, else 0 (reward cap: the env)."""
+    return p.motif_penalty if motif_guard_triggered(f, p) else 0.0
+
+
+def complexity_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R11: per_node·max(0, node_count − free_nodes)."""
+    return p.complexity_per_node * max(0, f.node_count - p.complexity_free_nodes) + 0.0
+
+
+def format_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R12: ``format_bonus`` when a reasoning block precedes the tag."""
+    return p.format_bonus if f.has_reasoning else 0.0
+
+
+# ----------------------------------------------------------------- the registry table
+@dataclass(frozen=True)
+class Channel:
+    """One row of the registry (see module doc).
+
+    ``fn`` is ``(AnswerFacts, ChannelParams) -> float`` for a per-answer channel and
+    ``(Sequence[AnswerFacts], ChannelParams) -> ndarray`` for a group channel.
+    ``scores_invalid``: the function also defines the value on invalid answers (R1, R6);
+    otherwise an invalid answer gets 0.0 without calling it.  ``needs``: the environment
+    capability the channel requires ('' = none, 'stress_worlds' for R3).
+    """
+
+    id: str
+    name: str
+    priority: float
+    value_range: tuple[float, float]
+    group: bool
+    reads: tuple[str, ...]
+    fn: Callable
+    scores_invalid: bool = False
+    needs: str = ""
+
+
+_INF = math.inf
+
+CHANNELS: tuple[Channel, ...] = (
+    Channel("R1", "cpcv", 3.0, (-5.0, 5.0), False, ("cpcv", "error_code"), cpcv_channel, True),
+    Channel("R2", "pbo", 1.0, (-0.48, 0.0), True, ("mean_is", "mean_oos"), pbo_channel),
+    Channel("R3", "jepa_stress", 0.4, (-1.0, 0.0), False, ("stress_drop",), jepa_stress_channel,
+            needs="stress_worlds"),
+    Channel("R4", "factor_neutrality", 0.4, (-1.2, 0.0), False, ("raw_sharpe", "residual_sharpe"),
+            factor_neutrality_channel),
+    Channel("R5", "turnover", 1.0, (-3.0, 0.0), False, ("turnover",), turnover_channel),
+    Channel("R6", "min_turnover", 0.5, (-1.0, 0.0), False, ("turnover", "error_code"),
+            min_turnover_channel, True),
+    Channel("R7", "ic", 0.2, (-0.2, 0.2), False, ("ic", "cpcv"), ic_channel),
+    Channel("R8", "novelty_pnl", 0.4, (-0.2, 0.4), False, ("max_abs_corr",), novelty_pnl_channel),
+    Channel("R9", "novelty_syntax", 0.2, (-_INF, 0.2), False,
+            ("in_archive", "group_duplicates", "max_abs_corr"), novelty_syntax_channel),
+    Channel("R10", "motif_guard", 0.3, (-1.0, 0.0), False,
+            ("is_single_motif", "is_price_only", "ic"), motif_guard_channel),
+    Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel),
+    Channel("R12", "format", 1.0, (0.0, 0.05), False, ("has_reasoning",), format_channel),
+)
+
+#: Channel names in registry order.
+CHANNEL_NAMES: tuple[str, ...] = tuple(c.name for c in CHANNELS)
+_BY_NAME = {c.name: c for c in CHANNELS} | {c.id: c for c in CHANNELS}
+
+
+def channel(name_or_id: str) -> Channel:
+    """Return the registry row for a channel name (``'cpcv'``) or id (``'R1'``)."""
+    try:
+        return _BY_NAME[name_or_id]
+    except KeyError:
+        raise ValueError(f"unknown reward channel {name_or_id!r}; expected one of "
+                         f"{list(CHANNEL_NAMES)}") from None
+
+
+def compute_channels(
+    group: Sequence[AnswerFacts], active: Sequence[str], params: ChannelParams
+) -> list[dict[str, float]]:
+    """Return, per answer, ``{name: raw value}`` of the ``active`` channels in registry order.
+
+    Group channels see the whole ``group`` (a single answer is a group of one); invalid
+    answers get 0.0 on every channel whose row does not score invalid answers.  Pure.
+    """
+    rows = [channel(n) for n in active]
+    order = sorted(rows, key=lambda c: CHANNELS.index(c))
+    out: list[dict[str, float]] = [{} for _ in group]
+    for ch in order:
+        if ch.group:
+            values = ch.fn(group, params)
+            for i, f in enumerate(group):
+                out[i][ch.name] = float(values[i]) if f.valid else 0.0
+            continue
+        for i, f in enumerate(group):
+            out[i][ch.name] = float(ch.fn(f, params)) if (f.valid or ch.scores_invalid) else 0.0
+    return out

@@ -1,21 +1,39 @@
 """Benchmark: parse + limits + canonical form of a typical ~30-token formula (issue 3).
 
-Reports the median time per formula of gymkit's parser (``parse`` with its limit checks,
-then ``canonical``), of ``parse`` alone, and of lark's LALR parse of the same text with the
-reference grammar in tests/dsl (tree only, no name resolution, no limits).
+Reports, per formula, the median time per formula of
 
-    .venv/bin/python benchmarks/bench_parse.py
+- ``canonical(parse(text))`` on a parse-cache miss (the headline: RL answers are mostly
+  unique, so every timed call parses text the cache has not seen), and its best batch
+  (closest to the uncontended cost on this shared box),
+- ``parse(text)`` alone on a cache miss,
+- ``parse(text)`` on a cache hit (the same text again),
+- lark's LALR parse of the same text with the reference grammar in tests/dsl (tree only:
+  no name resolution, no limits, no canonical form), and the ratio lark / ours (cold).
+
+Cache misses are made by timing ``number`` distinct texts per batch after clearing the
+cache: variant k of a formula has one extra space before token j for every bit j set in k
+(a few spaces, same tokens, same tree).
+The box is shared: each statistic is the median over ``repeat`` rounds, one batch of
+``number`` calls of every statistic per round (interleaved), and the load average is
+printed before and after.
+
+    .venv/bin/python benchmarks/bench_parse.py [--repeat 201] [--number 50]
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import platform
 import statistics
 import time
 from pathlib import Path
 
 import lark
+
 from gymkit.dsl import canonical, parse
 from gymkit.dsl.lexer import tokenize
+from gymkit.dsl.parser import _parse_cached
 
 FORMULAS = [
     "rank(ts_argmax(signed_power(returns < 0 ? ts_std(returns, 20) : close, 2), 5)) - 0.5",
@@ -25,27 +43,71 @@ FORMULAS = [
 GRAMMAR = Path(__file__).resolve().parent.parent / "tests" / "dsl" / "reference_grammar.lark"
 
 
-def median_us(fn, text: str, repeat: int = 41, number: int = 200) -> float:
-    """Median over ``repeat`` batches of the mean µs per call within a batch of ``number``."""
-    samples = []
+def batch_us(fn, texts: list[str], clear: bool) -> float:
+    """Mean µs per call of ``fn`` over ``texts``; ``clear`` empties the parse cache first."""
+    if clear:
+        _parse_cached.cache_clear()
+    start = time.perf_counter_ns()
+    for text in texts:
+        fn(text)
+    return (time.perf_counter_ns() - start) / len(texts) / 1000
+
+
+def samples_us(cases: dict[str, tuple], repeat: int) -> dict[str, list[float]]:
+    """``repeat`` batch times of each case; one batch of every case per round
+    (interleaved, so that load bursts from other users hit all cases alike)."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeat):
-        start = time.perf_counter_ns()
-        for _ in range(number):
-            fn(text)
-        samples.append((time.perf_counter_ns() - start) / number / 1000)
-    return statistics.median(samples)
+        for name, (fn, texts, clear) in cases.items():
+            samples[name].append(batch_us(fn, texts, clear))
+    return samples
+
+
+def variants(text: str, number: int) -> list[str]:
+    """``number`` distinct spellings of ``text`` with the same tokens (see module doc)."""
+    starts = [pos for _, _, pos in tokenize(text)[:-1]]
+    out = []
+    for k in range(number):
+        spelled = text
+        for j in reversed(range(len(starts))):
+            if k >> j & 1:
+                spelled = spelled[:starts[j]] + " " + spelled[starts[j]:]
+        out.append(spelled)
+    return out
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages of this machine."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    args.add_argument("--repeat", type=int, default=201, help="rounds (batches per statistic)")
+    args.add_argument("--number", type=int, default=50, help="calls per batch")
+    opts = args.parse_args()
     reference = lark.Lark(GRAMMAR.read_text(), parser="lalr", lexer="basic")
-    print("| formula tokens | parse+limits+canonical µs | parse+limits µs | lark LALR µs | ratio |")
-    print("|---|---|---|---|---|")
+    print(f"Python {platform.python_version()}, lark {lark.__version__}, "
+          f"{os.cpu_count()} cores, load before: {load()}")
+    print("| formula tokens | parse+limits+canonical µs (cold) | best batch µs "
+          "| parse+limits µs (cold) | parse µs (cache hit) | lark LALR µs | lark / ours (cold) |")
+    print("|---|---|---|---|---|---|---|")
     for text in FORMULAS:
-        ours = median_us(lambda t: canonical(parse(t)), text)
-        parse_only = median_us(parse, text)
-        ref = median_us(reference.parse, text)
+        unique = variants(text, opts.number)
+        same = [text] * opts.number
+        samples = samples_us({
+            "cold": (lambda t: canonical(parse(t)), unique, True),
+            "parse": (parse, unique, True),
+            "hit": (parse, same, False),
+            "lark": (reference.parse, same, False),
+        }, opts.repeat)
+        m = {name: statistics.median(values) for name, values in samples.items()}
+        ours, parse_only, hit, ref = m["cold"], m["parse"], m["hit"], m["lark"]
+        best = min(samples["cold"])
         n = len(tokenize(text)) - 1
-        print(f"| {n} | {ours:.1f} | {parse_only:.1f} | {ref:.1f} | {ref / ours:.1f}x faster |")
+        print(f"| {n} | {ours:.1f} | {best:.1f} | {parse_only:.1f} | {hit:.2f} | {ref:.1f} "
+              f"| {ref / ours:.1f}x |")
+    print(f"load after: {load()}")
 
 
 if __name__ == "__main__":

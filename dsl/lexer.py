@@ -4,6 +4,12 @@ A token is a tuple ``(kind, text, position)``; ``kind`` is ``"num"``, ``"name"``
 operator/punctuation symbol itself (``"+"``, ``"<="``, ``"("`` ...), or ``"end"`` for
 the final sentinel. Names may be dotted (``IndClass.sector``). Numbers are decimal
 literals with optional fraction and exponent (``2``, ``2.``, ``.001``, ``1e-3``).
+
+Speed (issue 3's 50 µs budget): the parser reads :func:`split`, one C-level
+``re.findall`` with no per-token Python loop and no kinds or positions. Text it cannot vouch
+for (a stray character, too many tokens, many parentheses) also goes through the per-token
+scanner :func:`_scan_checked`, which raises the precise error; on every text both accept
+they yield the same token texts.
 """
 
 from __future__ import annotations
@@ -24,6 +30,15 @@ _TOKEN = re.compile(
     rf"[{WHITESPACE}]*(?:(?P<num>{NUMBER_RE})|(?P<name>{NAME_RE})|(?P<sym>{SYMBOL_RE})|(?P<bad>[^{WHITESPACE}]))",
     re.ASCII | re.DOTALL,
 )
+# The same alternatives for findall: tried at every offset, so on text where every
+# non-whitespace character lies in a match it finds exactly the tokens _TOKEN finds. The
+# three alternatives start with disjoint characters, so their order is free.
+_FIND = re.compile(rf"{SYMBOL_RE}|{NAME_RE}|{NUMBER_RE}", re.ASCII).findall
+_DROP_WHITESPACE = str.maketrans("", "", WHITESPACE)
+NAME_START = frozenset("_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+"""First characters of a name token."""
+NUM_START = frozenset("0123456789.")
+"""First characters of a number token."""
 
 
 def _first_non_ascii(text: str) -> int:
@@ -33,13 +48,7 @@ def _first_non_ascii(text: str) -> int:
     return -1  # pragma: no cover - only called when text is not ASCII
 
 
-def tokenize(text: str) -> list[Token]:
-    """Split ``text`` into tokens ending with an ``("end", "", len(text))`` sentinel.
-
-    Raises DSLError ``too_long`` (> MAX_CHARS characters, checked first), ``bad_char``
-    (non-ASCII, control characters, anything no token starts with), ``tokens`` (more than
-    MAX_TOKENS tokens) or ``nesting`` (parentheses nested deeper than MAX_NESTING).
-    """
+def _check_text(text: str) -> None:
     if not isinstance(text, str):
         raise DSLError("syntax", 0, "a formula must be text")
     if len(text) > MAX_CHARS:
@@ -49,6 +58,10 @@ def tokenize(text: str) -> list[Token]:
         pos = _first_non_ascii(text)
         raise DSLError("bad_char", pos,
                        f"non-ASCII character at {pos}: the DSL uses plain ASCII only")
+
+
+def _scan_checked(text: str) -> list[Token]:
+    """Token-by-token scan that raises the first bad_char / tokens / nesting error."""
     tokens: list[Token] = []
     append = tokens.append
     depth = 0
@@ -74,6 +87,38 @@ def tokenize(text: str) -> list[Token]:
                            f"formula has more than {MAX_TOKENS} tokens (limit reached at {pos})")
     append(("end", "", len(text)))
     return tokens
+
+
+def split(text: str) -> list[str]:
+    """Token texts of ``text`` followed by ``""`` (the end sentinel).
+
+    The parser's fast path: same tokens and same DSLError as :func:`tokenize`, without
+    kinds and positions (a symbol's kind is its text; a name starts with a letter or ``_``,
+    a number with a digit or ``.``; positions are looked up with :func:`tokenize` only
+    when an error message needs one).
+    """
+    _check_text(text)
+    toks = _FIND(text)
+    covered = len("".join(toks))
+    # Every non-whitespace character must lie in a token (findall skips what no token
+    # matches); the common all-spaces case is checked without translate().
+    if (len(toks) > MAX_TOKENS or text.count("(") > MAX_NESTING
+            or (covered + text.count(" ") != len(text)
+                and covered != len(text.translate(_DROP_WHITESPACE)))):
+        _scan_checked(text)  # raises the precise error, or accepts many-but-legal parentheses
+    toks.append("")
+    return toks
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split ``text`` into tokens ending with an ``("end", "", len(text))`` sentinel.
+
+    Raises DSLError ``too_long`` (> MAX_CHARS characters, checked first), ``bad_char``
+    (non-ASCII, control characters, anything no token starts with), ``tokens`` (more than
+    MAX_TOKENS tokens) or ``nesting`` (parentheses nested deeper than MAX_NESTING).
+    """
+    _check_text(text)
+    return _scan_checked(text)
 
 
 def describe(token: Token) -> str:

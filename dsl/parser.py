@@ -29,21 +29,26 @@ name: identifiers are only keys into the registry's dicts.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Collection
 
 from .ast import Call, Expr, Field, Level, Num, Window
 from .errors import DSLError, excerpt
-from .lexer import Token, describe, is_int_literal, tokenize
+from .lexer import NAME_START, NUM_START, Token, describe, split, tokenize
 from .limits import MAX_DEPTH, MAX_LOOKBACK, MAX_NESTING, MAX_WINDOW
 from .operators import (
     EXPR,
     FIELDS,
     INFIX,
+    LB_ADD_D,
+    LB_ADD_D_MINUS_1,
+    LB_MAX,
     LEVEL,
     LEVEL_NAMES,
     NAMES,
     OPERATORS,
+    PREC_OR,
     TS_FORM_OF,
     VOCABULARY,
     WINDOW,
@@ -52,10 +57,43 @@ from .operators import (
 )
 
 _ADV = re.compile(r"adv(\d+)\Z")
-_CMP = frozenset({"<", "<=", ">", ">=", "==", "!="})
-_ADD = frozenset({"+", "-"})
-_MUL = frozenset({"*", "/"})
 _ARG_NAMES = {EXPR: "x", WINDOW: "d", LEVEL: "level"}
+
+# Speed (issue 3): the parser reads token texts only, climbs precedences in one loop instead
+# of one function per level, and returns (node, depth, lookback) triples instead of keeping
+# per-node dicts; the registry facts it needs per token are precomputed here from the
+# registry. Leaves are immutable, so equal ones are shared.
+_BINARY: dict[str, tuple[int, str]] = {
+    sym: (OPERATORS[name].precedence, name) for sym, name in INFIX.items() if sym != "^"}
+"""Binary infix symbol -> (precedence, canonical name); all of them left-associative."""
+_FIELD_LEAVES: dict[str, tuple[Field, int, int]] = {
+    name: (Field(name), 1, spec.lookback) for name, spec in FIELDS.items()}
+_WINDOWS = tuple(Window(days) for days in range(MAX_WINDOW + 1))
+_LEVELS = {name: Level(name) for name in set(LEVEL_NAMES.values())}
+_ARG_END = frozenset({",", ")"})
+_NAME_START, _NUM_START = NAME_START, NUM_START
+_NEG, _POWER, _WHERE, _ADV_SPEC = (OPERATORS[n] for n in ("neg", "power", "where", "adv"))
+# The infix/prefix/ternary paths take the max of the children's lookbacks inline.
+if any(OPERATORS[name].lookback != LB_MAX for name in (*INFIX.values(), "neg", "where")):
+    raise RuntimeError("parser: an infix operator with a lookback rule other than max")
+
+# Fast plans of the common argument shapes: (x, ..., [d]) with expression slots first and
+# at most one trailing window. spelling -> (spec, number of expression slots, has window,
+# lookback offset) where lookback = max(children) + d + offset. Everything else (levels,
+# adv, min/max with their ts form, other lookback rules) takes function_slow.
+_LB_OFFSET = {LB_MAX: 0, LB_ADD_D: 0, LB_ADD_D_MINUS_1: -1}
+_PLANS: dict[str, tuple[OpSpec, int, bool, int]] = {}
+for _name, _op in NAMES.items():
+    _spec = OPERATORS[_op]
+    _n_expr = _spec.args.count(EXPR)
+    _has_window = _spec.args[-1] == WINDOW
+    if (_op not in TS_FORM_OF and _spec.args[:_n_expr] == (EXPR,) * _n_expr and _n_expr >= 1
+            and len(_spec.args) == _n_expr + _has_window and _spec.lookback in _LB_OFFSET
+            and (_spec.lookback == LB_MAX) != _has_window):
+        _PLANS[_name] = (_spec, _n_expr, _has_window, _LB_OFFSET[_spec.lookback])
+
+Parsed = tuple[Expr, int, int]
+"""(node, AST depth, lookback) of a parsed sub-expression."""
 
 
 def _suggest(name: str) -> str:
@@ -76,143 +114,144 @@ def signature(spec: OpSpec) -> str:
 
 
 class _Parser:
-    """One parse of one token list. Tracks depth and lookback of every node it builds."""
+    """One parse of one token list. Every method returns (node, depth, lookback).
 
-    __slots__ = ("check", "depth", "fields", "i", "int_literal", "lb", "levels", "nest", "tokens")
+    The parser reads token texts only (``toks``, ending with ``""``): a symbol's kind is
+    its text, and names and numbers are told apart by their first character. Tokens are
+    referred to by index; :meth:`token` gives the full ``(kind, text, position)`` token,
+    only for error messages.
+    """
 
-    def __init__(self, tokens: list[Token], fields, levels, check: bool = True) -> None:
-        self.tokens = tokens
+    __slots__ = ("check", "fields", "i", "last_int", "levels", "nest", "text", "tokens", "toks")
+
+    def __init__(self, text: str, toks: list[str], fields, levels, check: bool = True) -> None:
+        self.text = text
+        self.toks = toks
+        self.tokens: list[Token] | None = None
         self.check = check
         self.i = 0
         self.nest = 0
         self.fields = fields
         self.levels = levels
-        self.depth: dict[int, int] = {}   # id(node) -> AST depth
-        self.lb: dict[int, int] = {}      # id(node) -> lookback
-        # id(Num) -> (the Num, its int) for digits-only literals; the node is kept so that
-        # its id cannot be reused by a later node once a window slot discards the Num.
-        self.int_literal: dict[int, tuple[Num, int]] = {}
+        # (node, token index) of the most recent digits-only literal: a window slot holds an
+        # integer literal exactly when its parsed argument *is* that node.
+        self.last_int: tuple[Num | None, int] = (None, 0)
 
     # ------------------------------------------------------------------ helpers
-    def peek(self) -> Token:
-        return self.tokens[self.i]
+    def token(self, i: int) -> Token:
+        """Token ``i`` with its kind and character position (for error messages)."""
+        if self.tokens is None:
+            self.tokens = tokenize(self.text)
+        return self.tokens[i]
 
-    def advance(self) -> Token:
-        tok = self.tokens[self.i]
-        self.i += 1
-        return tok
+    def pos(self, i: int) -> int:
+        """Character position of token ``i``."""
+        return self.token(i)[2]
 
-    def expect(self, kind: str, what: str) -> Token:
-        tok = self.tokens[self.i]
-        if tok[0] != kind:
-            raise DSLError("syntax", tok[2], f"expected {what} at {tok[2]}, got {describe(tok)}")
-        self.i += 1
-        return tok
+    def expect(self, kind: str, what: str) -> None:
+        i = self.i
+        if self.toks[i] != kind:
+            pos = self.pos(i)
+            raise DSLError("syntax", pos, f"expected {what} at {pos}, got {describe(self.token(i))}")
+        self.i = i + 1
 
-    def leaf(self, node: Expr, lookback: int) -> Expr:
-        self.depth[id(node)] = 1
-        self.lb[id(node)] = lookback
-        return node
-
-    def call(self, spec: OpSpec, args: tuple, pos: int) -> Call:
-        """Build a call node, checking the depth and lookback limits."""
-        depth_of, lb_of = self.depth, self.lb
-        window = 0
-        children: list[int] = []
-        child_depths: list[int] = []
-        for a in args:
-            kind = type(a)
-            if kind is Window:
-                window = a.days
-            elif kind is not Level:
-                children.append(lb_of[id(a)])
-                child_depths.append(depth_of[id(a)])
-        depth = 1 + (max(child_depths) if child_depths else 0)
-        if depth > MAX_DEPTH and self.check:
-            raise DSLError("depth", pos,
-                           f"formula nests deeper than {MAX_DEPTH} levels at {pos} ({spec.name})")
-        lookback = combine_lookback(spec, children, window)
-        if lookback > MAX_LOOKBACK and self.check:
+    def build(self, spec: OpSpec, args: tuple, depth: int, lookback: int, at: int) -> Parsed:
+        """The call node, after checking the depth and lookback limits (token ``at``)."""
+        if self.check and (depth > MAX_DEPTH or lookback > MAX_LOOKBACK):
+            pos = self.pos(at)
+            if depth > MAX_DEPTH:
+                raise DSLError("depth", pos,
+                               f"formula nests deeper than {MAX_DEPTH} levels at {pos} ({spec.name})")
             raise DSLError("lookback", pos,
                            f"{spec.name} at {pos} needs {lookback} days of history, "
                            f"the limit is {MAX_LOOKBACK}")
-        node = Call(spec.name, args)
-        depth_of[id(node)] = depth
-        lb_of[id(node)] = lookback
-        return node
-
-    def binary(self, symbol: str, left: Expr, right: Expr, pos: int) -> Call:
-        return self.call(OPERATORS[INFIX[symbol]], (left, right), pos)
+        return Call(spec.name, args), depth, lookback
 
     # ------------------------------------------------------------------ grammar
-    def ternary(self) -> Expr:
+    def ternary(self) -> Parsed:
+        """or_ ( "?" ternary ":" ternary )?; also the entry of every nested sub-formula."""
         self.nest += 1
         if self.nest > MAX_NESTING:
-            pos = self.peek()[2]
+            pos = self.pos(self.i)
             raise DSLError("nesting", pos, f"formula nested deeper than {MAX_NESTING} at {pos}")
-        cond = self.or_()
-        tok = self.peek()
-        if tok[0] == "?":
+        toks = self.toks
+        if toks[self.i] != "-":  # unary() without minus signs, inline
+            cond = self.atom()
+            if toks[self.i] == "^":
+                cond = self.power_chain(cond)
+        else:
+            cond = self.unary()
+        if toks[self.i] in _BINARY:
+            cond = self.climb(cond, PREC_OR)
+        if toks[self.i] == "?":
+            at = self.i
             self.i += 1
             then = self.ternary()
             self.expect(":", "':' of the ternary c ? a : b")
             other = self.ternary()
-            cond = self.call(OPERATORS["where"], (cond, then, other), tok[2])
+            depth = 1 + max(cond[1], then[1], other[1])
+            lookback = max(cond[2], then[2], other[2])
+            cond = self.build(_WHERE, (cond[0], then[0], other[0]), depth, lookback, at)
         self.nest -= 1
         return cond
 
-    def or_(self) -> Expr:
-        left = self.and_()
-        while self.tokens[self.i][0] == "||":
-            pos = self.advance()[2]
-            left = self.binary("||", left, self.and_(), pos)
-        return left
+    def climb(self, left: Parsed, min_prec: int) -> Parsed:
+        """Precedence climbing over || && comparisons + - * / (all left-associative).
 
-    def and_(self) -> Expr:
-        left = self.cmp()
-        while self.tokens[self.i][0] == "&&":
-            pos = self.advance()[2]
-            left = self.binary("&&", left, self.cmp(), pos)
-        return left
+        ``left`` is the operand already parsed; binary operators of precedence at least
+        ``min_prec`` are folded into it, each right operand taking the tighter ones.
+        """
+        toks = self.toks
+        binary = _BINARY
+        while True:
+            entry = binary.get(toks[self.i])
+            if entry is None or entry[0] < min_prec:
+                return left
+            prec, name = entry
+            at = self.i
+            self.i = at + 1
+            if toks[self.i] != "-":  # unary() without minus signs, inline
+                right = self.atom()
+                if toks[self.i] == "^":
+                    right = self.power_chain(right)
+            else:
+                right = self.unary()
+            entry = binary.get(toks[self.i])
+            if entry is not None and entry[0] > prec:
+                right = self.climb(right, prec + 1)
+            depth = 1 + (left[1] if left[1] > right[1] else right[1])
+            lookback = left[2] if left[2] > right[2] else right[2]
+            if depth > MAX_DEPTH or lookback > MAX_LOOKBACK:
+                left = self.build(OPERATORS[name], (left[0], right[0]), depth, lookback, at)
+            else:
+                left = Call(name, (left[0], right[0])), depth, lookback
 
-    def cmp(self) -> Expr:
-        left = self.add()
-        while self.tokens[self.i][0] in _CMP:
-            sym, _, pos = self.advance()
-            left = self.binary(sym, left, self.add(), pos)
-        return left
-
-    def add(self) -> Expr:
-        left = self.mul()
-        while self.tokens[self.i][0] in _ADD:
-            sym, _, pos = self.advance()
-            left = self.binary(sym, left, self.mul(), pos)
-        return left
-
-    def mul(self) -> Expr:
-        left = self.unary()
-        while self.tokens[self.i][0] in _MUL:
-            sym, _, pos = self.advance()
-            left = self.binary(sym, left, self.unary(), pos)
-        return left
-
-    def unary(self) -> Expr:
-        """``-``* power, iteratively; a minus directly before a plain literal folds into it."""
+    def unary(self) -> Parsed:
+        """``-``* power; a minus directly before a plain literal folds into it."""
+        toks = self.toks
+        i = self.i
+        if toks[i] != "-":
+            base = self.atom()
+            return base if toks[self.i] != "^" else self.power_chain(base)
+        if toks[i + 1][:1] in _NUM_START and toks[i + 2] != "^":  # -2: one minus folded into a literal
+            self.i = i + 2
+            return Num(-self.number(i + 1)), 1, 0
         negs = self.minuses()
         node = self.folded_literal(negs)
         if node is None:
-            node = self.power()
+            node = self.atom()
+            if toks[self.i] == "^":
+                node = self.power_chain(node)
         return self.apply_negs(negs, node)
 
-    def power(self) -> Expr:
-        """atom ( "^" unary )?, right-associative, iteratively over a ^ -b ^ c chains."""
-        base = self.atom()
-        if self.tokens[self.i][0] != "^":
-            return base
-        chain: list[tuple[list[int], Expr]] = [([], base)]  # (minus positions, operand)
-        carets: list[int] = []                             # carets[k]: '^' after operand k
-        while self.tokens[self.i][0] == "^":
-            carets.append(self.advance()[2])
+    def power_chain(self, base: Parsed) -> Parsed:
+        """base ( "^" unary )*, right-associative, iteratively over a ^ -b ^ c chains."""
+        toks = self.toks
+        chain: list[tuple[list[int], Parsed]] = [([], base)]  # (minus tokens, operand)
+        carets: list[int] = []                               # carets[k]: '^' after operand k
+        while toks[self.i] == "^":
+            carets.append(self.i)
+            self.i += 1
             negs = self.minuses()
             operand = self.folded_literal(negs)
             if operand is None:
@@ -222,70 +261,87 @@ class _Parser:
         right = self.apply_negs(negs, right)
         for k in range(len(chain) - 2, -1, -1):
             negs, left = chain[k]
-            right = self.apply_negs(negs, self.call(OPERATORS["power"], (left, right), carets[k]))
+            depth = 1 + (left[1] if left[1] > right[1] else right[1])
+            lookback = left[2] if left[2] > right[2] else right[2]
+            right = self.build(_POWER, (left[0], right[0]), depth, lookback, carets[k])
+            right = self.apply_negs(negs, right)
         return right
 
     def minuses(self) -> list[int]:
-        positions = []
-        while self.tokens[self.i][0] == "-":
-            positions.append(self.advance()[2])
-        return positions
+        toks = self.toks
+        start = i = self.i
+        while toks[i] == "-":
+            i += 1
+        self.i = i
+        return list(range(start, i))
 
-    def folded_literal(self, negs: list[int]) -> Expr | None:
+    def folded_literal(self, negs: list[int]) -> Parsed | None:
         """After minus signs, a number literal not followed by '^' becomes a negative Num."""
-        tok = self.peek()
-        if not negs or tok[0] != "num" or self.tokens[self.i + 1][0] == "^":
+        i = self.i
+        if not negs or self.toks[i][:1] not in _NUM_START or self.toks[i + 1] == "^":
             return None
-        self.i += 1
+        self.i = i + 1
         negs.pop()
-        return self.leaf(Num(-self.number(tok)), 0)
+        return Num(-self.number(i)), 1, 0
 
-    def apply_negs(self, positions: list[int], node: Expr) -> Expr:
-        for pos in reversed(positions):
-            node = self.call(OPERATORS["neg"], (node,), pos)
+    def apply_negs(self, negs: list[int], node: Parsed) -> Parsed:
+        for at in reversed(negs):
+            node = self.build(_NEG, (node[0],), node[1] + 1, node[2], at)
         return node
 
-    def atom(self) -> Expr:
-        tok = self.advance()
-        kind = tok[0]
-        if kind == "num":
-            node = self.leaf(Num(self.number(tok)), 0)
-            if is_int_literal(tok[1]):
-                self.int_literal[id(node)] = (node, int(tok[1]))
-            return node
-        if kind == "name":
-            if self.tokens[self.i][0] == "(":
-                return self.function(tok)
-            return self.name(tok)
-        if kind == "(":
+    def atom(self) -> Parsed:
+        i = self.i
+        toks = self.toks
+        text = toks[i]
+        self.i = i + 1
+        first = text[:1]
+        if first in _NAME_START:
+            if toks[i + 1] == "(":
+                return self.function(i)
+            if self.fields is None:
+                leaf = _FIELD_LEAVES.get(text.lower())
+                if leaf is not None:
+                    return leaf
+            return self.name(i)
+        if first in _NUM_START:
+            node = Num(self.number(i))
+            if text.isdigit():
+                self.last_int = (node, i)
+            return node, 1, 0
+        if text == "(":
             node = self.ternary()
             self.expect(")", "')'")
             return node
-        raise DSLError("syntax", tok[2],
-                       f"expected a number, name or '(' at {tok[2]}, got {describe(tok)}")
+        pos = self.pos(i)
+        raise DSLError("syntax", pos,
+                       f"expected a number, name or '(' at {pos}, got {describe(self.token(i))}")
 
-    def number(self, tok: Token) -> float:
-        value = float(tok[1])
+    def number(self, i: int) -> float:
+        text = self.toks[i]
+        value = float(text)
         if value - value != 0.0:  # inf (nan cannot be written)
-            raise DSLError("number", tok[2],
-                           f"number '{excerpt(tok[1])}' at {tok[2]} is too large")
+            pos = self.pos(i)
+            raise DSLError("number", pos, f"number '{excerpt(text)}' at {pos} is too large")
         return value
 
-    def name(self, tok: Token) -> Expr:
+    def name(self, i: int) -> Parsed:
         """A bare name: a field, or adv<d>."""
-        _, text, pos = tok
+        text = self.toks[i]
         lname = text.lower()
-        spec = FIELDS.get(lname)
-        if spec is not None:
+        leaf = _FIELD_LEAVES.get(lname)
+        if leaf is not None:
             if self.fields is not None and lname not in self.fields:
+                pos = self.pos(i)
                 raise DSLError("field_unavailable", pos,
                                f"field {lname} at {pos} is not available in this panel")
-            return self.leaf(Field(lname), spec.lookback)
+            return leaf
         m = _ADV.match(lname)
         if m is not None:
             days = int(m.group(1))
-            self.check_window(OPERATORS["adv"], days, pos)
-            return self.call(OPERATORS["adv"], (Window(days),), pos)
+            self.check_window(_ADV_SPEC, days, i)
+            return self.build(_ADV_SPEC, (_WINDOWS[days],), 1,
+                              combine_lookback(_ADV_SPEC, (), days), i)
+        pos = self.pos(i)
         if lname in NAMES:
             raise DSLError("unknown_field", pos,
                            f"{NAMES[lname]} at {pos} is an operator: call it as "
@@ -297,65 +353,120 @@ class _Parser:
         raise DSLError("unknown_field", pos,
                        f"unknown field '{excerpt(text)}' at {pos}{_suggest(lname)}")
 
-    def check_window(self, spec: OpSpec, days: int, pos: int) -> None:
+    def check_window(self, spec: OpSpec, days: int, at: int) -> None:
+        """Window range check; the error points at token ``at``."""
         if not 1 <= days <= MAX_WINDOW:
+            pos = self.pos(at)
             shown = str(days) if days < 10**6 else "a huge number"
             raise DSLError("window_range", pos,
                            f"{spec.name} expects a window 1–{MAX_WINDOW} at {pos}, got {shown}")
 
-    def function(self, tok: Token) -> Expr:
-        """NAME "(" args ")" with the argument slots of the registry row."""
-        _, text, pos = tok
+    def function(self, at: int) -> Parsed:
+        """NAME "(" args ")" with the argument slots of the registry row (name token ``at``)."""
+        plan = _PLANS.get(self.toks[at].lower())
+        if plan is None:
+            return self.function_slow(at)
+        spec, n_expr, has_window, offset = plan
+        toks = self.toks
+        if toks[self.i + 1] == ")":
+            self.i += 1
+            self.arity(spec, 0)
+        self.i += 1  # "("
+        node, depth, lookback = self.ternary()
+        if n_expr == 1:
+            args = [node]
+        else:
+            args = [node]
+            for n in range(1, n_expr):
+                if toks[self.i] != ",":
+                    self.comma_error(spec, n)
+                self.i += 1
+                node, d, lb = self.ternary()
+                args.append(node)
+                if d > depth:
+                    depth = d
+                if lb > lookback:
+                    lookback = lb
+        if has_window:
+            if toks[self.i] != ",":
+                self.comma_error(spec, n_expr)
+            self.i += 1
+            days = self.window(spec)
+            args.append(_WINDOWS[days])
+            lookback += days + offset
+        i = self.i
+        if toks[i] != ")":
+            if toks[i] == ",":
+                self.arity(spec, len(spec.args) + 1)
+            self.expect(")", f"')' closing {spec.name}(")
+        self.i = i + 1
+        depth += 1
+        if depth > MAX_DEPTH or lookback > MAX_LOOKBACK:
+            return self.build(spec, tuple(args), depth, lookback, at)
+        return Call(spec.name, tuple(args)), depth, lookback
+
+    def function_slow(self, at: int) -> Parsed:
+        """:meth:`function` for every name without a fast plan, and unknown names."""
+        text = self.toks[at]
         lname = text.lower()
         op = NAMES.get(lname)
         if op is None:
+            pos = self.pos(at)
             if lname in FIELDS or _ADV.match(lname):
                 raise DSLError("unknown_operator", pos,
                                f"{lname} at {pos} is a field, not an operator")
             raise DSLError("unknown_operator", pos,
                            f"unknown operator '{excerpt(text)}' at {pos}{_suggest(lname)}")
         spec = OPERATORS[op]
-        self.advance()  # "("
+        self.i += 1  # "("
+        toks = self.toks
         args: list = []
-        kinds = spec.args
-        for n, kind in enumerate(kinds):
+        depth = lookback = window = 0
+        slots = spec.args
+        for n, kind in enumerate(slots):
             if n:
-                self.comma(spec, n)
-            elif self.tokens[self.i][0] == ")":
+                if toks[self.i] == ",":
+                    self.i += 1
+                else:
+                    self.comma_error(spec, n)
+            elif toks[self.i] == ")":
                 self.arity(spec, 0)
             if kind == EXPR:
+                arg, d, lb = self.ternary()
                 if n == 1 and op in TS_FORM_OF:
-                    arg = self.ternary()
                     days = self.int_value(arg)
                     if days is not None and days >= 1:
                         spec = OPERATORS[TS_FORM_OF[op]]
-                        self.check_window(spec, days, pos)
-                        arg = Window(days)
-                    args.append(arg)
-                else:
-                    args.append(self.ternary())
+                        self.check_window(spec, days, at)
+                        args.append(_WINDOWS[days])
+                        window = days
+                        continue
+                args.append(arg)
+                if d > depth:
+                    depth = d
+                if lb > lookback:
+                    lookback = lb
             elif kind == WINDOW:
-                args.append(self.window(spec))
+                window = self.window(spec)
+                args.append(_WINDOWS[window])
             else:
                 args.append(self.level(spec))
-        close = self.peek()
-        if close[0] == ",":
-            self.arity(spec, len(kinds) + 1)
+        if toks[self.i] == ",":
+            self.arity(spec, len(slots) + 1)
         self.expect(")", f"')' closing {spec.name}(")
-        return self.call(spec, tuple(args), pos)
+        return self.build(spec, tuple(args), depth + 1,
+                          combine_lookback(spec, (lookback,) if depth else (), window), at)
 
-    def comma(self, spec: OpSpec, n: int) -> None:
-        tok = self.peek()
-        if tok[0] == ",":
-            self.i += 1
-            return
-        if tok[0] == ")":
+    def comma_error(self, spec: OpSpec, n: int) -> None:
+        i = self.i
+        if self.toks[i] == ")":
             self.arity(spec, n)
-        raise DSLError("syntax", tok[2],
-                       f"expected ',' or ')' in {spec.name}( at {tok[2]}, got {describe(tok)}")
+        pos = self.pos(i)
+        raise DSLError("syntax", pos,
+                       f"expected ',' or ')' in {spec.name}( at {pos}, got {describe(self.token(i))}")
 
     def arity(self, spec: OpSpec, got: int) -> None:
-        pos = self.peek()[2]
+        pos = self.pos(self.i)
         more = "more than " if got > len(spec.args) else ""
         n = len(spec.args)
         raise DSLError("arity", pos,
@@ -364,41 +475,52 @@ class _Parser:
 
     def int_value(self, node: Expr) -> int | None:
         """The int of a digits-only literal node, else None."""
-        entry = self.int_literal.get(id(node))
-        return entry[1] if entry is not None and entry[0] is node else None
+        last, i = self.last_int
+        return int(self.toks[i]) if node is last else None
 
-    def window(self, spec: OpSpec) -> Window:
-        pos = self.peek()[2]
-        arg = self.ternary()
-        days = self.int_value(arg)
-        if days is None:
-            shown = ""
-            if type(arg) is Num:
-                shown = f", got {arg.value:g}"
-            raise DSLError("window_type", pos,
-                           f"{spec.name} expects an integer literal window 1–{MAX_WINDOW} "
-                           f"at {pos}{shown}")
-        self.check_window(spec, days, pos)
-        return Window(days)
+    def window(self, spec: OpSpec) -> int:
+        """The days of a window slot: an integer literal 1..252."""
+        at = self.i
+        toks = self.toks
+        text = self.toks[at]
+        if (text.isdigit() and toks[at + 1] in _ARG_END
+                and len(text) < 300 and self.nest < MAX_NESTING):
+            days = int(text)  # what ternary() would make of a lone short digits literal
+            self.i = at + 1
+        else:
+            arg = self.ternary()[0]
+            days = self.int_value(arg)
+            if days is None:
+                pos = self.pos(at)
+                shown = ""
+                if type(arg) is Num:
+                    shown = f", got {arg.value:g}"
+                raise DSLError("window_type", pos,
+                               f"{spec.name} expects an integer literal window 1–{MAX_WINDOW} "
+                               f"at {pos}{shown}")
+        self.check_window(spec, days, at)
+        return days
 
     def level(self, spec: OpSpec) -> Level:
-        tok = self.peek()
-        nxt = self.tokens[self.i + 1]
-        if tok[0] == "name" and nxt[0] in (",", ")"):
-            lname = tok[1].lower()
-            level = LEVEL_NAMES.get(lname)
+        i = self.i
+        if self.toks[i][:1] in _NAME_START and self.toks[i + 1] in _ARG_END:
+            text = self.toks[i]
+            level = LEVEL_NAMES.get(text.lower())
             if level is None:
-                raise DSLError("unknown_level", tok[2],
+                pos = self.pos(i)
+                raise DSLError("unknown_level", pos,
                                f"{spec.name} expects a group level sector or industry at "
-                               f"{tok[2]}, got '{excerpt(tok[1])}'")
+                               f"{pos}, got '{excerpt(text)}'")
             if self.levels is not None and level not in self.levels:
-                raise DSLError("group_unavailable", tok[2],
-                               f"group level {level} at {tok[2]} is not available in this panel")
-            self.i += 1
-            return Level(level)
+                pos = self.pos(i)
+                raise DSLError("group_unavailable", pos,
+                               f"group level {level} at {pos} is not available in this panel")
+            self.i = i + 1
+            return _LEVELS[level]
         self.ternary()  # surfaces syntax errors first, as any other argument would
-        raise DSLError("level_type", tok[2],
-                       f"{spec.name} expects a group level sector or industry at {tok[2]}")
+        pos = self.pos(i)
+        raise DSLError("level_type", pos,
+                       f"{spec.name} expects a group level sector or industry at {pos}")
 
 
 def parse(text: str, *, fields: Collection[str] | None = None,
@@ -412,14 +534,46 @@ def parse(text: str, *, fields: Collection[str] | None = None,
     the lookback and depth limits only (for re-parsing canonical novelty text); the text
     limits (length, tokens, nesting) always apply.
     Raises DSLError on any bad input; never another exception for ``str`` input.
+    Successful parses are memoised (LRU, :data:`PARSE_CACHE_SIZE` entries): ASTs are
+    immutable, so a repeated text returns the same tree object.
     """
-    tokens = tokenize(text)
-    if len(tokens) == 1:
+    if type(text) is str:
+        fields_key = None if fields is None else _membership_key(fields)
+        levels_key = None if levels is None else _membership_key(levels)
+        if fields_key is not _UNCACHEABLE and levels_key is not _UNCACHEABLE:
+            return _parse_cached(text, fields_key, levels_key, limits is True or bool(limits))
+    return _parse(text, fields, levels, limits)
+
+
+PARSE_CACHE_SIZE = 4096
+_UNCACHEABLE = object()
+
+
+def _membership_key(names: Collection[str] | None):
+    """A hashable stand-in with the same ``in`` answers as ``names``, or _UNCACHEABLE."""
+    if names is None:
+        return None
+    if isinstance(names, str):  # substring semantics: keep the caller's own object
+        return _UNCACHEABLE
+    try:
+        return frozenset(names)
+    except TypeError:
+        return _UNCACHEABLE
+
+
+def _parse(text: str, fields, levels, limits) -> Expr:
+    """:func:`parse` without the cache."""
+    toks = split(text)
+    if len(toks) == 1:
         raise DSLError("syntax", 0, "empty formula: write an expression such as rank(close)")
-    parser = _Parser(tokens, fields, levels, limits)
-    node = parser.ternary()
-    tok = parser.peek()
-    if tok[0] != "end":
-        what = "operator or end of formula" if tok[0] != ")" else "end of formula ('(' missing)"
-        raise DSLError("syntax", tok[2], f"expected an {what} at {tok[2]}, got {describe(tok)}")
+    parser = _Parser(text, toks, fields, levels, limits)
+    node = parser.ternary()[0]
+    i = parser.i
+    if toks[i]:
+        what = "operator or end of formula" if toks[i] != ")" else "end of formula ('(' missing)"
+        pos = parser.pos(i)
+        raise DSLError("syntax", pos, f"expected an {what} at {pos}, got {describe(parser.token(i))}")
     return node
+
+
+_parse_cached = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(_parse)

@@ -47,8 +47,12 @@ def _wrap(part: tuple[str, int], minimum: int) -> str:
     return text if prec >= minimum else f"({text})"
 
 
-def _print(node: Node) -> tuple[str, int]:
-    """(text, precedence of its outermost construct)."""
+Memo = dict[int, tuple[Node, tuple[str, int]]]
+"""id(call) -> (the call, its (text, precedence)); the node is kept so its id stays unique."""
+
+
+def _print(node: Node, memo: Memo | None = None) -> tuple[str, int]:
+    """(text, precedence of its outermost construct); ``memo`` caches calls' results."""
     kind = type(node)
     if kind is Num:
         return _num(node)
@@ -58,25 +62,38 @@ def _print(node: Node) -> tuple[str, int]:
         return str(node.days), PREC_ATOM
     if kind is not Call:
         raise TypeError(f"not a DSL node: {node!r}")
-    spec = OPERATORS[node.op]
+    if memo is not None:
+        hit = memo.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        part = _print_call(node, memo)
+        memo[id(node)] = (node, part)
+        return part
+    return _print_call(node, None)
+
+
+def _print_call(node: Call, memo: Memo | None) -> tuple[str, int]:
+    op = node.op
+    spec = OPERATORS[op]
     args = node.args
     if spec.infix is None:
-        if node.op in TS_FORM_OF and type(args[1]) is Num:
-            parts = [_print(args[0])[0], _num(args[1], force_fraction=True)[0]]
+        if op in TS_FORM_OF and type(args[1]) is Num:
+            parts = [_print(args[0], memo)[0], _num(args[1], force_fraction=True)[0]]
         else:
-            parts = [_print(a)[0] for a in args]
-        return f"{node.op}({', '.join(parts)})", PREC_ATOM
+            parts = [_print(a, memo)[0] for a in args]
+        return f"{op}({', '.join(parts)})", PREC_ATOM
     prec = spec.precedence
-    if node.op == "neg":
+    if op == "neg":
         operand = args[0]
         if type(operand) is Num:
             return f"-({_num(operand)[0]})", PREC_UNARY
-        text = _wrap(_print(operand), PREC_UNARY)
+        text = _wrap(_print(operand, memo), PREC_UNARY)
         return ("- " if text.startswith("-") else "-") + text, PREC_UNARY
-    if node.op == "where":
-        cond = _wrap(_print(args[0]), PREC_OR)
-        return f"{cond} ? {_print(args[1])[0]} : {_print(args[2])[0]}", PREC_TERNARY
-    left, right = _print(args[0]), _print(args[1])
+    if op == "where":
+        cond = _wrap(_print(args[0], memo), PREC_OR)
+        return (f"{cond} ? {_print(args[1], memo)[0]} : {_print(args[2], memo)[0]}",
+                PREC_TERNARY)
+    left, right = _print(args[0], memo), _print(args[1], memo)
     if spec.assoc == "right":  # power: atom ^ unary
         return f"{_wrap(left, PREC_ATOM)}{spec.infix}{_wrap(right, PREC_UNARY)}", PREC_POWER
     return f"{_wrap(left, prec)} {spec.infix} {_wrap(right, prec + 1)}", prec
@@ -85,3 +102,49 @@ def _print(node: Node) -> tuple[str, int]:
 def to_text(expr: Node) -> str:
     """Print ``expr`` as DSL text; ``parse(to_text(expr)) == expr``."""
     return _print(expr)[0]
+
+
+def memo_text(expr: Node, memo: Memo) -> str:
+    """``to_text(expr)``, reusing and filling ``memo`` for its sub-calls.
+
+    Callers that print many overlapping sub-trees (canonical's operand sorting) keep one
+    memo for the lifetime of those trees, so each call is printed once.
+    """
+    return _print(expr, memo)[0]
+
+
+def _outer_precedence(node: Node) -> int:
+    """The precedence ``_print(node)`` reports, without printing the children."""
+    kind = type(node)
+    if kind is Call:
+        spec = OPERATORS[node.op]
+        return PREC_ATOM if spec.infix is None else spec.precedence
+    if kind is Num:
+        return _num(node)[1]
+    return PREC_ATOM
+
+
+def text_prefix(expr: Node) -> str:
+    """A non-empty prefix of ``to_text(expr)``, found without printing sub-trees.
+
+    Follows the leftmost operand of infix operators down to the first call name, field or
+    literal; lets callers order two texts cheaply when their prefixes already differ.
+    """
+    node = expr
+    while type(node) is Call:
+        op = node.op
+        spec = OPERATORS[op]
+        if spec.infix is None:
+            return op + "("
+        if op == "neg":
+            return "-"
+        if op == "where":
+            minimum = PREC_OR
+        elif spec.assoc == "right":
+            minimum = PREC_ATOM
+        else:
+            minimum = spec.precedence
+        node = node.args[0]
+        if _outer_precedence(node) < minimum:
+            return "("
+    return _print(node)[0]

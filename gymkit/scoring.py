@@ -205,7 +205,9 @@ def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:
     return AnswerFacts(
         **base, cpcv=bt.cpcv.score, turnover=bt.metrics.turnover, ic=bt.metrics.ic,
         raw_sharpe=bt.factors.raw_sharpe, residual_sharpe=bt.factors.residual_sharpe,
-        mean_is=bt.cpcv.mean_is, mean_oos=bt.cpcv.mean_oos, max_abs_corr=nov.max_abs_corr,
+        mean_is=bt.cpcv.mean_is, mean_oos=bt.cpcv.mean_oos,
+        is_sharpes=tuple(bt.cpcv.is_sharpes.tolist()),
+        test_sharpes=tuple(bt.cpcv.test_sharpes.tolist()), max_abs_corr=nov.max_abs_corr,
         in_archive=nov.in_archive, group_duplicates=nov.group_duplicates)
 
 

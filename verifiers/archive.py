@@ -101,15 +101,16 @@ class NoveltyArchive:
         """
         if not self._forms:
             return None
-        z = _standardise(self._check_pnl(pnl)[None, :])[0]
-        corr = self._z @ z
+        corr = self.correlations(pnl)
         i = int(np.argmax(np.abs(corr)))
         return Neighbour(i, self._forms[i], float(corr[i]))
 
     def correlations(self, pnl: np.ndarray) -> np.ndarray:
         """Return the Pearson correlation of ``pnl`` with every entry, in archive order."""
         z = _standardise(self._check_pnl(pnl)[None, :])[0]
-        return self._z @ z
+        # einsum's own loop, not BLAS: a threaded BLAS may split the dot products differently
+        # with the thread count, and novelty must be bit-identical on every worker.
+        return np.einsum("ij,j->i", self._z, z)
 
     def _check_pnl(self, pnl: np.ndarray) -> np.ndarray:
         x = np.asarray(pnl, dtype=np.float64)

@@ -21,9 +21,13 @@ R1    cpcv               3.0    CPCV score mean(SR) − 0.5·std(SR) of the 15 t
                                 (syntax, names, limits, unavailable field/group) and for a
                                 book failure (turnover floor, empty/constant book, an
                                 evaluation that failed).
-R2    pbo                1.0    group: rank_drop_penalty(mean IS Sharpe, mean OOS Sharpe) over
-                                the VALID answers: −0.48·max(0, rank_oos − rank_is)/(G−1),
-                                in [−0.48, 0]; invalid answers and single answers get 0.
+R2    pbo                1.0    group, per CPCV split: over the VALID answers, rank the 15
+                                in-sample Sharpes and the 15 test Sharpes of split s;
+                                penalty_s = −0.48·max(0, rank_oos − rank_is)/(G−1); R2 is the
+                                mean over the 15 splits, in [−0.48, 0].  Invalid answers and
+                                single answers get 0.  (Ranking whole-window means instead
+                                almost never fires: a formula has nothing to fit, so its mean
+                                IS and mean OOS Sharpes both equal its full-window Sharpe.)
 R3    jepa_stress        0.4    −min(1, 0.4·log(1 + mean CPCV drop over the stress worlds))
                                 (drop floored at 0), in [−1, 0].  Needs stress worlds: not
                                 active in an environment without them.
@@ -149,7 +153,8 @@ class AnswerFacts:
 
     ``valid``/``error_code`` come from the gate.  Oracle numbers (NaN when the oracle did
     not run): ``cpcv`` (raw score), ``turnover``, ``ic``, ``raw_sharpe``, ``residual_sharpe``,
-    ``mean_is``/``mean_oos`` (CPCV mean in-sample / test Sharpe).  Novelty: ``max_abs_corr``
+    ``mean_is``/``mean_oos`` (CPCV mean in-sample / test Sharpe), ``is_sharpes``/
+    ``test_sharpes`` (the per-split in-sample and test Sharpes, split order).  Novelty: ``max_abs_corr``
     (with the archive, 0.0 for an empty archive), ``in_archive``, ``group_duplicates``
     (earlier valid answers of the group with the same bucketed canonical form).  Structure:
     ``is_single_motif``, ``is_price_only``, ``node_count``, ``has_reasoning``.  ``stress_drop``:
@@ -165,6 +170,8 @@ class AnswerFacts:
     residual_sharpe: float = math.nan
     mean_is: float = math.nan
     mean_oos: float = math.nan
+    is_sharpes: tuple[float, ...] = ()
+    test_sharpes: tuple[float, ...] = ()
     max_abs_corr: float = 0.0
     in_archive: bool = False
     group_duplicates: int = 0
@@ -197,12 +204,19 @@ def cpcv_channel(f: AnswerFacts, p: ChannelParams) -> float:
 
 
 def pbo_channel(group: Sequence[AnswerFacts], p: ChannelParams) -> np.ndarray:
-    """R2 (group): rank-drop penalty of mean IS vs mean OOS CPCV Sharpe over the valid answers."""
-    is_ = np.array([f.mean_is if f.valid else math.nan for f in group], dtype=np.float64)
-    oos = np.array([f.mean_oos if f.valid else math.nan for f in group], dtype=np.float64)
-    if len(group) == 0:
-        return np.zeros(0)
-    return rank_drop_penalty(is_, oos, scale=p.pbo_scale)
+    """R2 (group): per-split rank-drop penalty of IS vs test Sharpe, averaged over splits."""
+    out = np.zeros(len(group))
+    ok = [i for i, f in enumerate(group) if f.valid and f.test_sharpes]
+    if len(ok) < 2:
+        return out
+    is_ = np.array([group[i].is_sharpes for i in ok], dtype=np.float64)  # (G_valid, S)
+    oos = np.array([group[i].test_sharpes for i in ok], dtype=np.float64)
+    if is_.shape != oos.shape:
+        raise ValueError(f"R2 needs matching in-sample and test Sharpes, got {is_.shape} and {oos.shape}")
+    per_split = np.stack([rank_drop_penalty(is_[:, s], oos[:, s], scale=p.pbo_scale)
+                          for s in range(is_.shape[1])], axis=1)
+    out[ok] = per_split.mean(axis=1)
+    return out + 0.0
 
 
 def jepa_stress_channel(f: AnswerFacts, p: ChannelParams) -> float:
@@ -304,7 +318,7 @@ _INF = math.inf
 
 CHANNELS: tuple[Channel, ...] = (
     Channel("R1", "cpcv", 3.0, (-5.0, 5.0), False, ("cpcv", "error_code"), cpcv_channel, True),
-    Channel("R2", "pbo", 1.0, (-0.48, 0.0), True, ("mean_is", "mean_oos"), pbo_channel),
+    Channel("R2", "pbo", 1.0, (-0.48, 0.0), True, ("is_sharpes", "test_sharpes"), pbo_channel),
     Channel("R3", "jepa_stress", 0.4, (-1.0, 0.0), False, ("stress_drop",), jepa_stress_channel,
             needs="stress_worlds"),
     Channel("R4", "factor_neutrality", 0.4, (-1.2, 0.0), False, ("raw_sharpe", "residual_sharpe"),

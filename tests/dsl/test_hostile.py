@@ -89,3 +89,24 @@ def test_giant_inputs_are_rejected_before_lexing():
 def test_hostile_answers(answer):
     with pytest.raises(DSLError):
         parse(extract(answer).formula)
+
+
+def _corpus() -> list[str]:
+    from pathlib import Path
+
+    rows = (Path(__file__).resolve().parents[2] / "dsl" / "alpha101.tsv").read_text().splitlines()
+    return [r.split("\t")[1] for r in rows[1:] if r.strip() and not r.startswith("#")]
+
+
+def test_every_prefix_of_every_corpus_formula_parses_or_raises_dslerror():
+    """Truncated answers (a policy cut off mid-formula) never raise anything but DSLError.
+
+    `group_neutralize(close,` once raised IndexError from the level parser.
+    """
+    levels = ("sector", "industry")
+    for formula in [*_corpus(), "group_neutralize(close, sector)"]:
+        for cut in range(len(formula)):
+            try:
+                parse(formula[:cut], levels=levels)
+            except DSLError:
+                pass

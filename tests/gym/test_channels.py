@@ -66,13 +66,28 @@ def test_r1_cpcv_clip_and_gate_penalties(facts: AnswerFacts, want: float) -> Non
     assert fn("cpcv")(facts, P) == want
 
 
-def test_r2_rank_drop_over_valid_answers_only() -> None:
-    # In-sample order 0 > 1 > 2 > 3, out-of-sample the reverse; answer 4 is invalid.
-    group = [ok(mean_is=3.0, mean_oos=0.0), ok(mean_is=2.0, mean_oos=1.0),
-             ok(mean_is=1.0, mean_oos=2.0), ok(mean_is=0.0, mean_oos=3.0), bad("syntax")]
+def test_r2_rank_drop_per_split_over_valid_answers_only() -> None:
+    # Two CPCV splits.  Split 0: in-sample order 0 > 1 > 2 > 3, test order reversed.
+    # Split 1: both orders agree (no drop).  Answer 4 is invalid and ignored.
+    def sp(is_, oos):
+        return ok(is_sharpes=is_, test_sharpes=oos)
+
+    group = [sp((3.0, 3.0), (0.0, 3.0)), sp((2.0, 2.0), (1.0, 2.0)),
+             sp((1.0, 1.0), (2.0, 1.0)), sp((0.0, 0.0), (3.0, 0.0)), bad("syntax")]
     got = fn("pbo")(group, P)
-    np.testing.assert_allclose(got, [-0.48, -0.16, 0.0, 0.0, 0.0], atol=1e-15)
-    assert fn("pbo")([ok()], P).tolist() == [0.0]  # a single answer has no group
+    # split 0 penalties: −0.48·(3, 1, 0, 0)/3; split 1: 0; mean over the two splits.
+    np.testing.assert_allclose(got, [-0.24, -0.08, 0.0, 0.0, 0.0], atol=1e-15)
+    assert fn("pbo")([sp((1.0,), (0.0,))], P).tolist() == [0.0]  # a single answer has no group
+
+
+def test_r2_fires_for_a_formula_that_wins_in_sample_and_loses_out_of_sample() -> None:
+    # Same full-window means for everyone, but answer 0 is best in-sample and worst in test
+    # on every split: the per-split ranking sees it, a ranking of means could not.
+    group = [ok(is_sharpes=(2.0,) * 15, test_sharpes=(-1.0,) * 15, mean_is=1.0, mean_oos=1.0)]
+    group += [ok(is_sharpes=(1.0,) * 15, test_sharpes=(0.5,) * 15, mean_is=1.0, mean_oos=1.0)
+              for _ in range(3)]
+    got = fn("pbo")(group, P)
+    assert got[0] == pytest.approx(-0.48) and np.all(got[1:] <= 0.0) and np.all(got[1:] > -0.48)
 
 
 @pytest.mark.parametrize(("drop", "want"), [(math.e - 1.0, -0.4), (1e6, -1.0), (-0.3, 0.0), (0.0, 0.0)])

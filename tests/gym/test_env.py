@@ -27,8 +27,11 @@ def test_group_fills_group_channels_and_advantages_respect_validity(env) -> None
     assert len(cards) == 12 and [c.valid for c in cards].count(False) == 2
     pbo = np.array([c.channels["pbo"] for c in cards])
     ok = [c for c in cards if c.valid]
-    want = rank_drop_penalty(np.array([c.metrics["cpcv"]["mean_is"] for c in ok]),
-                             np.array([c.metrics["cpcv"]["mean_oos"] for c in ok]))
+    is_ = np.array([c.metrics["cpcv"]["is_sharpes"] for c in ok])
+    oos = np.array([c.metrics["cpcv"]["test_sharpes"] for c in ok])
+    want = np.stack([rank_drop_penalty(is_[:, s], oos[:, s]) for s in range(15)], axis=1)
+    want = want.mean(axis=1) + 0.0
+    assert np.count_nonzero(want) >= 5  # R2 actually fires in a realistic group
     np.testing.assert_array_equal(pbo[[c.valid for c in cards]], want)
     assert np.all((pbo >= -0.48) & (pbo <= 0.0))
     assert all(c.channels["pbo"] == 0.0 for c in cards if not c.valid)

@@ -11,7 +11,8 @@ advantage floor.  Schema (TOML; every key optional when read, defaults = ``us46-
                                      # or a path to a panel file (gymkit.data.load_panel)
     burn_in = 252                    # sessions before the first judged day
     channels = ["cpcv", "pbo", ...]  # active channels (registry names), any order
-    stress_worlds = ""               # "" = none configured (R3 cannot be active)
+    stress_worlds = "default"        # "default" = the shipped JEPA worlds (gymkit.jepa), a
+                                     # manifest path, or "" = none (R3 cannot be active)
 
     [split]        train_start, train_end, holdout_start, holdout_end   (ISO dates)
     [train_costs]  name = "train", fee_bps, slippage_bps, half_spread_bps, fixed_impact_bps
@@ -54,10 +55,10 @@ from gymkit.verifiers.costs import RealisticCosts, TrainCosts, cost_model_from_d
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.windows import BURN_IN
 
+from .prompt import PROMPT_VERSION  # the template's version (gymkit/prompt.py), fingerprinted
+
 __all__ = ["ARCHIVE_SEEDS", "PROMPT_VERSION", "EnvConfig"]
 
-#: Version of the observation text of ``Environment.reset`` (part of the fingerprint).
-PROMPT_VERSION = "prompt-v1"
 #: Seed corpora the novelty archive can start from.
 ARCHIVE_SEEDS = ("alpha101", "none")
 
@@ -66,7 +67,7 @@ _TABLES = ("split", "train_costs", "holdout_costs", "cpcv", "priorities", "thres
 
 
 def _default_channels() -> tuple[str, ...]:
-    return tuple(c.name for c in CHANNELS if not c.needs)
+    return tuple(c.name for c in CHANNELS)
 
 
 def _default_split() -> dict[str, str]:
@@ -84,7 +85,7 @@ class EnvConfig:
     market: str = "default"
     burn_in: int = BURN_IN
     channels: tuple[str, ...] = field(default_factory=_default_channels)
-    stress_worlds: str = ""
+    stress_worlds: str = "default"
     split: dict[str, str] = field(default_factory=_default_split)
     train_costs: dict[str, Any] = field(default_factory=lambda: TrainCosts().to_dict())
     holdout_costs: dict[str, Any] = field(default_factory=lambda: RealisticCosts().to_dict())
@@ -202,14 +203,17 @@ class EnvConfig:
         """Sorted-key, whitespace-free JSON of :meth:`to_dict` (the fingerprint's input)."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
-    def fingerprint(self, data_fingerprint: str) -> str:
-        """sha256 hex of config JSON + data fingerprint + gymkit version + table/prompt versions."""
+    def fingerprint(self, data_fingerprint: str, stress_digest: str = "") -> str:
+        """sha256 hex of config JSON + data fingerprint + gymkit version + table/prompt versions
+        (+ the loaded stress worlds' digest when R3 is active)."""
         from gymkit import __version__
 
         h = hashlib.sha256()
         for part in (self.canonical_json(), data_fingerprint, __version__, CHANNEL_TABLE_VERSION,
                      PROMPT_VERSION):
             h.update(part.encode() + b"\n")
+        if stress_digest:
+            h.update(stress_digest.encode() + b"\n")
         return h.hexdigest()
 
     def to_toml(self) -> str:

@@ -1,0 +1,151 @@
+"""What every trainer adapter shares: one environment per process, a content-addressed score memo,
+group formation, fail-safe scoring and the brief look-up.
+
+Fail-safe: :func:`score_rows` never raises on answers.  An exception inside scoring becomes an
+:class:`InternalResult` (error code ``'internal'``) for every answer of that group — distinct
+from an invalid answer, which is a real :class:`~gymkit.card.ScoreCard` with ``valid=False``.
+Adapters map the two differently (e.g. TRL: invalid → None on every channel but ``valid``;
+internal → None everywhere, so TRL gives it no advantage at all).
+
+Memo: results are keyed by sha256 of (environment fingerprint, archive version, brief, the
+group's completions), so the K per-channel reward functions that a trainer calls on one batch
+score it once.  The memo holds the last :data:`MEMO_SIZE` groups (LRU).
+
+Groups: rows of one call with the same group key (``brief_id`` when the dataset carries it,
+else the prompt text) are scored together with ``env.score_group`` — the trainer's G answers
+to one prompt — so group channels (R2, R9's in-group duplicates) see the whole group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["MEMO_SIZE", "InternalResult", "brief_text_of", "clear_memo", "completion_text", "get_env",
+           "group_keys", "score_group_safe", "score_rows"]
+
+#: Number of scored groups kept in the per-process memo.
+MEMO_SIZE = 4096
+
+_ENVS: dict[str, Any] = {}
+_MEMO: OrderedDict[str, list[Any]] = OrderedDict()
+
+
+def get_env(env_id: str) -> Any:
+    """The process's :class:`~gymkit.env.Environment` for ``env_id`` (built once, then reused)."""
+    env = _ENVS.get(env_id)
+    if env is None:
+        from gymkit.registry import make
+
+        env = _ENVS[env_id] = make(env_id)
+    return env
+
+
+@dataclass(frozen=True)
+class InternalResult:
+    """A card-like result for an answer whose scoring raised (not the answer's fault)."""
+
+    message: str
+    valid: bool = False
+    reward: float = 0.0
+    internal: bool = True
+
+    @property
+    def error_code(self) -> str:
+        """Always ``'internal'``."""
+        return "internal"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict shaped like a card's top level."""
+        return {"valid": False, "error": {"code": "internal", "message": self.message,
+                                          "position": None, "layer": "internal"},
+                "reward": None, "channels": {}}
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a completion: a string, or a chat message list (the last message's content)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content", ""))
+    if isinstance(completion, Sequence) and completion:
+        last = completion[-1]
+        if isinstance(last, dict):
+            content = last.get("content", "")
+            if isinstance(content, list):  # content blocks
+                return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            return str(content)
+    return "" if completion is None else str(completion)
+
+
+@lru_cache(maxsize=4)
+def _brief_index(n: int, seed: int) -> dict[str, str]:
+    from gymkit.briefs import generate_briefs
+
+    return {b.brief_id: b.text for b in generate_briefs(n, seed)}
+
+
+def brief_text_of(brief_id: str | None) -> str | None:
+    """The text of a generated brief (default generator) by id; None when unknown or absent."""
+    if not isinstance(brief_id, str):
+        return None
+    from gymkit.briefs import DEFAULT_N, DEFAULT_SEED
+
+    return _brief_index(DEFAULT_N, DEFAULT_SEED).get(brief_id)
+
+
+def group_keys(prompts: Sequence[Any], brief_ids: Sequence[Any] | None) -> list[str]:
+    """Group key per row: the ``brief_id`` when given, else the prompt's JSON text."""
+    if brief_ids is not None:
+        return [str(b) for b in brief_ids]
+    return [p if isinstance(p, str) else json.dumps(p, sort_keys=True, default=str) for p in prompts]
+
+
+def _memo_key(env: Any, brief: str | None, texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for part in (env.fingerprint, str(env.archive.version), brief or "", *texts):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    return h.hexdigest()
+
+
+def score_group_safe(env: Any, texts: Sequence[str], brief: str | None) -> list[Any]:
+    """``env.score_group`` through the memo; an exception gives InternalResults, never raises."""
+    key = _memo_key(env, brief, texts)
+    hit = _MEMO.get(key)
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        return hit
+    try:
+        out: list[Any] = env.score_group(list(texts), brief=brief)
+    except Exception as exc:  # the adapter contract: never raise from a reward function
+        out = [InternalResult(f"{type(exc).__name__}: {exc}") for _ in texts]
+    _MEMO[key] = out
+    while len(_MEMO) > MEMO_SIZE:
+        _MEMO.popitem(last=False)
+    return out
+
+
+def score_rows(env: Any, prompts: Sequence[Any], completions: Sequence[Any],
+               brief_ids: Sequence[Any] | None = None) -> list[Any]:
+    """Score a batch row by row in groups (module doc); returns one card or InternalResult per row."""
+    keys = group_keys(prompts, brief_ids)
+    texts = [completion_text(c) for c in completions]
+    rows: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        rows.setdefault(k, []).append(i)
+    out: list[Any] = [None] * len(texts)
+    for idx in rows.values():
+        brief = brief_text_of(brief_ids[idx[0]]) if brief_ids is not None else None
+        for i, res in zip(idx, score_group_safe(env, [texts[i] for i in idx], brief), strict=True):
+            out[i] = res
+    return out
+
+
+def clear_memo() -> None:
+    """Empty the score memo (tests; or after ``env.commit`` changed nothing the key covers)."""
+    _MEMO.clear()

@@ -1,0 +1,74 @@
+"""Supervised fine-tuning export: verified (brief, formula, card) pairs in chat format.
+
+Input rows ``{brief_id, completion}`` (any sampler, e.g. RL rollouts).  Each brief's answers
+are scored as one group with the brief's text; a pair is kept when the card is valid and its
+scalar reward ≥ ``threshold``; pairs are de-duplicated by the bucketed canonical form (the
+best reward wins, ties keep the first seen).  Row: ``brief_id``, ``messages`` (system + user
+from gymkit/prompt.py, then the assistant turn ``<alpha>formula</alpha>``), ``formula``,
+``canonical``, ``reward``, ``card`` (the card's JSON without timings) and ``prompt_version``.
+Unknown brief ids are exported without a brief (user turn = the no-brief request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["export_rows", "run_export_cli"]
+
+
+def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 0.0) -> list[dict[str, Any]]:
+    """Verified, de-duplicated SFT rows (module doc), in first-seen order of their forms."""
+    from gymkit.dsl.operators import OPERATORS
+    from gymkit.prompt import PROMPT_VERSION, chat_messages
+
+    from .adapters.common import brief_text_of
+
+    groups: dict[str, list[str]] = {}
+    for a in answers:
+        groups.setdefault(str(a.get("brief_id", "")), []).append(a["completion"])
+    best: dict[str, dict[str, Any]] = {}
+    for bid, comps in groups.items():
+        brief = brief_text_of(bid)
+        for card in env.score_group(comps, brief=brief):
+            if not card.valid or card.canonical is None or not card.reward >= threshold:
+                continue
+            prev = best.get(card.canonical)
+            if prev is not None and prev["reward"] >= card.reward:
+                continue
+            msgs = chat_messages(brief, env.setup.fields, env.setup.levels, OPERATORS)
+            msgs.append({"role": "assistant", "content": f"<alpha>{card.formula}</alpha>"})
+            best[card.canonical] = {"brief_id": bid, "messages": msgs, "formula": card.formula,
+                                    "canonical": card.canonical, "reward": card.reward,
+                                    "card": card.to_dict(timings=False),
+                                    "prompt_version": PROMPT_VERSION}
+    return list(best.values())
+
+
+def configure_cli(p: Any) -> None:
+    """Arguments of ``gymkit export-sft``."""
+    p.add_argument("--answers", required=True, help="JSONL of {brief_id, completion} rows")
+    p.add_argument("--threshold", type=float, default=0.0, help="minimum scalar reward (default 0)")
+    p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    p.add_argument("--out", default=None, help="output file (JSONL default: standard output)")
+    p.add_argument("--env", default="us46-default", help="environment id")
+
+
+def run_export_cli(args: Any) -> int:
+    """Handler of ``gymkit export-sft``."""
+    import json
+
+    import gymkit
+
+    from .adapters.datasets import write_jsonl, write_parquet
+    from .probe import read_answers
+
+    env = gymkit.make(args.env)
+    rows = export_rows(env, read_answers(args.answers), args.threshold)
+    if args.format == "parquet":
+        if not args.out:
+            raise ValueError("--format parquet needs --out FILE")
+        write_parquet([{**r, "card": json.dumps(r["card"], sort_keys=True)} for r in rows], args.out)
+    else:
+        write_jsonl(rows, args.out)
+    return 0

@@ -1,0 +1,89 @@
+"""Holdout protocol, books and the SFT export on the default market."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gymkit.adapters.common import get_env
+from gymkit.book import book_report
+from gymkit.probe import (
+    HOLDOUT_CLIP,
+    alpha101_answers,
+    family_of,
+    format_table,
+    probe,
+    write_holdout_once,
+)
+from gymkit.sft import export_rows
+
+
+@pytest.fixture(scope="session")
+def env():
+    return get_env("us46-default")
+
+
+@pytest.fixture(scope="session")
+def rows(env):
+    return probe(env, alpha101_answers(), holdout=True)
+
+
+def test_alpha101_table_shape(rows) -> None:
+    (r,) = rows
+    assert r.checkpoint == "alpha101" and r.n == 101
+    assert 90 <= r.n_valid <= 101 and r.families <= r.n_valid
+    assert -HOLDOUT_CLIP <= r.holdout_score <= HOLDOUT_CLIP and 0 <= r.holdout_positive <= r.n_valid
+    assert np.isfinite([r.train_cpcv, r.book_return, r.book_sharpe]).all()
+    held = [a["holdout_score"] for a in r.answers if a["valid"]]
+    assert len(held) == r.n_valid and r.holdout_score == pytest.approx(np.mean(held))
+    table = format_table(rows)
+    assert table.splitlines()[0].startswith("Checkpoint\tTrain CPCV\tHoldout score\tValid")
+    assert "selected by train CPCV: alpha101" in table
+
+
+def test_selection_never_touches_the_holdout(env) -> None:
+    """Without --holdout the rows carry no holdout number at all."""
+    (r,) = probe(env, alpha101_answers()[:5])
+    assert r.holdout_score is None and r.book_return is None
+    assert all("holdout_score" not in a for a in r.answers)
+
+
+def test_families_erase_windows() -> None:
+    assert family_of("ts_mean(close, 21)") == family_of("ts_mean(close, 63)") != family_of("ts_std(close, 21)")
+
+
+def test_holdout_written_once(tmp_path) -> None:
+    p = write_holdout_once({"x": 1}, "ab" * 32, tmp_path)
+    assert json.loads(p.read_text()) == {"x": 1}
+    ledger = [json.loads(x) for x in (tmp_path / "holdout-ledger.jsonl").read_text().splitlines()]
+    assert ledger[0]["answers_sha256"] == "ab" * 32 and len(ledger[0]["result_sha256"]) == 64
+    with pytest.raises(ValueError, match="scored once"):
+        write_holdout_once({"x": 2}, "ab" * 32, tmp_path)
+
+
+def test_books(env) -> None:
+    comps = [a["completion"] for a in alpha101_answers()[:30]]
+    rep = book_report(env, comps, "train")
+    ew, cap = rep["equal_weight"], rep["correlation_capped"]
+    assert ew["members"] == rep["n_valid"] and 1 <= cap["members"] <= ew["members"]
+    for k in ("return", "sharpe", "beta", "corr", "max_drawdown", "down_days", "effective_bets"):
+        assert np.isfinite(ew[k])
+    assert ew["max_drawdown"] <= 0 and -1 <= ew["corr"] <= 1
+    cards = {c.formula: c for c in (env.score(x) for x in comps)}
+    pnl = np.stack([cards[f].pnl for f in cap["formulas"]], axis=1)
+    c = np.corrcoef(pnl.T) - np.eye(pnl.shape[1])
+    assert np.abs(c).max() < 0.5  # the selector's cap holds on the train P&L
+
+
+def test_export_sft_filters_and_dedups(env) -> None:
+    a = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"
+    b = "<alpha>rank(ts_std(volume, 9) / ts_std(close, 8))</alpha>"  # same bucketed form
+    rows = export_rows(env, [{"brief_id": "x", "completion": c} for c in (a, b, "no tag")],
+                       threshold=-1e9)
+    best = max(env.score_group([a, b, "no tag"], brief=None)[:2], key=lambda c: c.reward)
+    assert len(rows) == 1 and rows[0]["reward"] == best.reward  # best of the duplicates kept
+    assert rows[0]["messages"][-1] == {"role": "assistant", "content": f"<alpha>{best.formula}</alpha>"}
+    assert rows[0]["card"]["valid"] and "timings" not in rows[0]["card"]
+    assert export_rows(env, [{"brief_id": "x", "completion": a}], threshold=1e9) == []

@@ -32,7 +32,12 @@ R3    jepa_stress        0.4    −min(1, 0.4·log(1 + mean CPCV drop over the s
                                 (drop floored at 0), in [−1, 0].  Needs stress worlds: not
                                 active in an environment without them.
 R4    factor_neutrality  0.4    −0.4·clip(raw Sharpe − residual Sharpe, 0, 3) after the five
-                                factors; in [−1.2, 0] (1.5 → 0.3 pays −0.48).
+                                factors; in [−1.2, 0] (1.5 → 0.3 pays −0.48).  "Residual
+                                Sharpe" here is the residual's share of the raw Sharpe in the
+                                P&L's own volatility, mean(α + ε)/std(pnl)·√252, so raw −
+                                residual = the factor part's Sharpe (FactorExposure
+                                .factor_sharpe); the residual's own Sharpe reaches −40 when the
+                                factors span a book and only its cost series is left.
 R5    turnover           1.0    −2·max(0, turnover − 0.5); turnover ≤ 2 so in [−3, 0].
 R6    min_turnover       0.5    0 at turnover ≥ 0.06; linear from 0 at 0.06 to −1.0 at 0.02;
                                 below 0.02 the answer is invalid and R6 = −1.0 (also on an

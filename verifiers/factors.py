@@ -210,12 +210,14 @@ class FactorExposure:
     residual_sharpe: float
     sharpe_explained: float
     share_explained: float
+    factor_sharpe: float = 0.0  # mean of the fitted factor part F·β over std(pnl), ×√252
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready dict."""
         return {"betas": dict(self.betas), "alpha": self.alpha, "r2": self.r2,
                 "raw_sharpe": self.raw_sharpe, "residual_sharpe": self.residual_sharpe,
-                "sharpe_explained": self.sharpe_explained, "share_explained": self.share_explained}
+                "sharpe_explained": self.sharpe_explained, "share_explained": self.share_explained,
+                "factor_sharpe": self.factor_sharpe}
 
 
 class FactorModel:
@@ -254,6 +256,14 @@ class FactorModel:
         # a residual that is only rounding (P&L fully spanned by the factors) has Sharpe 0
         res = float(_sharpe(resid)) if np.max(np.abs(resid), initial=0.0) > 1e-12 * scale else 0.0
         diff = raw - res
+        # Additive split of the raw Sharpe in the P&L's own volatility: raw = factor_sharpe +
+        # mean(α + ε)/std(pnl)·√252.  Unlike residual_sharpe (Sharpe of α + ε in the residual's
+        # volatility), it stays bounded when the factors explain nearly all the variance and the
+        # residual is little more than the cost series (residual Sharpes of −40 were seen).
+        sd = float(np.std(y, ddof=1)) if y.size > 1 else 0.0
+        fac = 0.0
+        if raw != 0.0 and sd > 0.0:
+            fac = float((np.mean(y) - np.mean(resid)) / sd * np.sqrt(252.0))
         return FactorExposure(
             betas={n: float(b) for n, b in zip(self.names, beta[1:], strict=True)},
             alpha=float(beta[0]),
@@ -262,6 +272,7 @@ class FactorModel:
             residual_sharpe=res,
             sharpe_explained=diff,
             share_explained=diff / abs(raw) if raw != 0.0 else 0.0,
+            factor_sharpe=fac,
         )
 
 

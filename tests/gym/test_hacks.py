@@ -130,15 +130,30 @@ def test_jul07_books_trading_under_two_percent_are_invalid(env, formula: str) ->
 
 
 def test_jul07_jul26_stress_channel_is_not_faked(env) -> None:
-    """Rows Jul 7–8 / Jul 26 (JEPA stress test, crash scenario) need stress worlds, which are a
-    later issue.  Assertion: R3 is registered but inactive, cards say why, and configuring it
-    without worlds is refused rather than filled with a made-up value.
+    """Rows Jul 7–8 / Jul 26 (JEPA stress test, crash scenario).  Exploit: formulas tuned to the
+    exact scored history.  Assertion: R3 re-scores the formula in the shipped JEPA stress
+    worlds (only worlds that passed their gates; no crash world) and charges books that earn
+    from the path the stocks took (slow, sign-tuned level tilts: every 4th static book of the
+    labelled gate set) far more than honest formulas (every 4th of the robust set); configuring
+    R3 without worlds is refused rather than filled with a made-up value.
     """
-    card = env.score(REVERSAL)
-    assert "jepa_stress" not in card.channels
-    assert "jepa_stress: no stress worlds configured" in card.notes
+    from gymkit.jepa.worlds import read_manifest
+
+    man = read_manifest("default")[0]
+    kept = {w["name"] for w in man["worlds"] if w["kept"]}
+    assert kept and "crash" not in kept
+    lab = man["labelled"]
+    static = [env.score(tag(x["formula"])) for x in lab if x["family"] == "static"][::4]
+    honest = [env.score(tag(x["formula"])) for x in lab if x["family"] == "honest"][::4]
+    assert all(c.valid for c in static + honest)
+    assert set(honest[0].metrics["stress"]["world_cpcv"]) == kept
+    drop_s = np.mean([c.metrics["stress"]["mean_drop"] for c in static])
+    drop_h = np.mean([c.metrics["stress"]["mean_drop"] for c in honest])
+    assert drop_s > 2.0 * drop_h
+    assert np.mean([c.channels["jepa_stress"] for c in static]) < np.mean(
+        [c.channels["jepa_stress"] for c in honest]) <= 0.0
     with pytest.raises(ValueError, match="needs stress worlds"):
-        gymkit.make("us46-default", channels=(*env.channels, "jepa_stress"))
+        gymkit.make("us46-default", stress_worlds="")
 
 
 def test_jul09_windows_jittered_around_one_template(env) -> None:
@@ -159,11 +174,23 @@ def test_jul09_known_factor_in_disguise(env) -> None:
     """Exploit (same row): arms that were a known factor (the 5-day reversal book) in disguise.
 
     Assertion (R4): the plain reversal book, whose P&L the factor model explains (R² > 0.99),
-    pays the full −1.2; its sector-neutral version, mostly not explained, pays much less.
+    pays for all of its edge: the factor part of its Sharpe is its whole gross Sharpe, and
+    R4 = −0.4·that.  Its sector-neutral version keeps an edge the factors do not explain and
+    pays for a smaller share of it.  A factor-spanned book with no edge (12-1 momentum here,
+    raw Sharpe ≈ 0) pays almost nothing: R4 charges explained Sharpe, not the residual's own
+    Sharpe, which is −40 for such a book because only its cost series is left.
     """
     plain, neutral = env.score(REVERSAL), env.score(REVERSAL_SN)
-    assert plain.metrics["factors"]["r2"] > 0.99 and plain.channels["factor_neutrality"] == pytest.approx(-1.2)
-    assert neutral.channels["factor_neutrality"] > -0.6
+    fp, fn_ = plain.metrics["factors"], neutral.metrics["factors"]
+    assert fp["r2"] > 0.99
+    assert fp["factor_sharpe"] >= 0.95 * plain.metrics["gross_sharpe"]
+    assert plain.channels["factor_neutrality"] == pytest.approx(-0.4 * min(3.0, fp["factor_sharpe"]))
+    assert plain.channels["factor_neutrality"] < -0.6
+    share_plain = fp["factor_sharpe"] / plain.metrics["gross_sharpe"]
+    share_neutral = fn_["factor_sharpe"] / neutral.metrics["gross_sharpe"]
+    assert share_neutral < 0.6 * share_plain
+    mom = env.score(tag("rank(delay(close, 21) / delay(close, 252))"))
+    assert mom.metrics["factors"]["residual_sharpe"] < -10 < mom.channels["factor_neutrality"] * 100
 
 
 def test_jul10_invalid_answers_never_get_positive_advantage(env) -> None:

@@ -1,0 +1,83 @@
+"""``gymkit serve``: build the environment, fork the scoring pool, run uvicorn.
+
+Order matters: the environment is built first (kernels compiled, panels and archive in
+memory), then the pool's zygote is forked — before uvicorn starts any thread — so every
+worker shares the built environment's pages.  SIGTERM/SIGINT stop accepting connections,
+let in-flight requests finish (up to ``graceful_timeout_s``), then stop the pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .pool import WorkerPool
+from .protocol import guarded_h11
+from .settings import ServerSettings
+
+__all__ = ["build_server", "configure_serve", "run_serve", "serve"]
+
+TOKEN_ENV = "GYMKIT_SERVER_TOKEN"
+
+
+def build_server(settings: ServerSettings, env: Any = None, *,
+                 log_level: str = "info") -> tuple[uvicorn.Server, WorkerPool]:
+    """Return (uvicorn server, started pool) for ``settings`` (``env`` built if None)."""
+    if env is None:
+        import gymkit
+
+        env = gymkit.make(settings.env_id)
+    pool = WorkerPool(env, settings.workers, queue_limit=settings.queue_limit,
+                      job_timeout_s=settings.job_timeout_s).start()
+    app = create_app(env, pool, settings)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, http=guarded_h11(settings.header_timeout_s),
+        lifespan="on", log_level=log_level, access_log=False, server_header=False,
+        limit_concurrency=settings.limit_concurrency, timeout_keep_alive=5,
+        timeout_graceful_shutdown=int(settings.graceful_timeout_s))
+    return uvicorn.Server(config), pool
+
+
+def serve(settings: ServerSettings) -> None:
+    """Run the server in the foreground until SIGINT/SIGTERM (graceful)."""
+    server, pool = build_server(settings)
+    try:
+        server.run()
+    finally:
+        pool.close()
+
+
+def configure_serve(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit serve``."""
+    d = ServerSettings()
+    p.add_argument("--host", default=d.host, help="bind address (default: loopback 127.0.0.1)")
+    p.add_argument("--port", type=int, default=d.port, help=f"port (default {d.port})")
+    p.add_argument("--workers", type=int, default=min(d.workers, os.cpu_count() or 1),
+                   help="scoring worker processes (default: min(2, cores))")
+    p.add_argument("--env", default=d.env_id, help=f"environment id or .toml (default {d.env_id})")
+    p.add_argument("--token", default=None,
+                   help=f"bearer token required by every route but /health, /ready (default: ${TOKEN_ENV})")
+    p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes)
+    p.add_argument("--max-completions", type=int, default=d.max_completions)
+    p.add_argument("--max-answer-chars", type=int, default=d.max_answer_chars)
+    p.add_argument("--queue-limit", type=int, default=d.queue_limit,
+                   help="scoring jobs admitted at once before 429")
+    p.add_argument("--job-timeout", type=float, default=d.job_timeout_s,
+                   help="last-resort wall-clock seconds per job before the worker is replaced")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Handler of ``gymkit serve``."""
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if args.host not in ("127.0.0.1", "localhost", "::1") and token is None:
+        print(f"gymkit serve: warning: binding {args.host} without a token (--token or ${TOKEN_ENV})")
+    serve(ServerSettings(host=args.host, port=args.port, workers=args.workers, env_id=args.env,
+                         token=token, max_body_bytes=args.max_body_bytes,
+                         max_completions=args.max_completions,
+                         max_answer_chars=args.max_answer_chars, queue_limit=args.queue_limit,
+                         job_timeout_s=args.job_timeout))
+    return 0

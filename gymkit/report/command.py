@@ -1,0 +1,59 @@
+"""``gymkit report``: argument setup and handler (light to import: heavy modules load in :func:`run`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXAMPLES = (
+    "gymkit report 'rank(-ts_sum(returns, 5))' --out report/",
+    "gymkit report --answers answers.jsonl --out group-report/",
+    "gymkit report 'rank(ts_std(volume, 20))' --no-holdout --no-timestamp --out r/",
+)
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit report``."""
+    p.add_argument("formula", nargs="?", default=None,
+                   help="a formula (e.g. 'rank(-ts_sum(returns, 5))') or a whole <alpha> answer")
+    p.add_argument("--answers", metavar="FILE", default=None,
+                   help="a file of answers to report as one group: JSONL with 'completion' or "
+                        "'formula' (optional 'label'), or one answer per line")
+    p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder (index.html is written there)")
+    p.add_argument("--no-holdout", action="store_true",
+                   help="leave the holdout out (use while a run is still being selected)")
+    p.add_argument("--no-timestamp", action="store_true",
+                   help="omit the 'generated at' line: identical inputs give identical bytes")
+
+
+def generated_line() -> str:
+    """The current UTC time as the report's 'generated at' line."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the tear sheet; print its path.  Exit 2 when neither or both inputs are given."""
+    if (args.formula is None) == (args.answers is None):
+        print("gymkit report: error: give either a FORMULA or --answers FILE (one of them)",
+              file=sys.stderr)
+        return 2
+    import matplotlib
+
+    matplotlib.use("Agg")  # the CLI never opens a window
+    import gymkit
+    from gymkit.report.api import answers_report, formula_report, read_answers
+
+    stamp = None if args.no_timestamp else generated_line()
+    env = gymkit.make(args.env)
+    if args.answers is not None:
+        labels, texts = read_answers(args.answers)
+        path = answers_report(env, texts, args.out, labels=labels, holdout=not args.no_holdout,
+                              generated_at=stamp)
+    else:
+        path = formula_report(env, args.formula, args.out, holdout=not args.no_holdout,
+                              generated_at=stamp)
+    print(f"tear sheet: {path.resolve()}")
+    return 0

@@ -1,0 +1,186 @@
+"""``gymkit score`` (pretty table or ``--json``) and ``gymkit env list|show``.
+
+``score`` takes formulas (bare, or whole ``<alpha>`` answers; ``-`` reads one per line from
+stdin).  One answer prints its card as a table: every channel with value, priority,
+contribution and why, then the backtest numbers.  Several answers are scored as one group
+and print one row each with their GDPO advantage.  An invalid answer is a result, not an
+error: the exit code is 0 and the card says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+EXAMPLES_SCORE = (
+    "gymkit score 'rank(-ts_sum(returns, 5))'",
+    "gymkit score 'rank(ts_std(volume, 20))' 'rank(-returns)' --json",
+    "cat formulas.txt | gymkit score -",
+)
+EXAMPLES_ENV = ("gymkit env list", "gymkit env show us46-default", "gymkit env show us46-default --toml")
+
+
+def _color(text: str, code: str) -> str:
+    """ANSI colour when stdout is a terminal and NO_COLOR is unset."""
+    if os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+        return text
+    return f"\033[{code}m{text}\033[0m"
+
+
+def _f(x: Any, spec: str) -> str:
+    if x is None or isinstance(x, bool):
+        return "-" if x is None else str(x)
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return format(v, spec) if v == v and abs(v) != float("inf") else "-"
+
+
+def _answers(args: argparse.Namespace) -> list[str]:
+    texts: list[str] = []
+    for f in args.formula:
+        if f == "-":
+            texts += [ln.strip() for ln in sys.stdin if ln.strip()]
+        else:
+            texts.append(f)
+    if not texts:
+        raise ValueError("no formula given (stdin was empty)")
+    return [t if "<alpha" in t or "</alpha>" in t else f"<alpha>{t.strip()}</alpha>" for t in texts]
+
+
+def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
+    """The one-answer table: status line, channels with reasons, backtest numbers."""
+    from gymkit.report.why import channel_reasons
+    from gymkit.verifiers.channels import channel
+
+    ok = _color("VALID", "32;1") if card.valid else _color("INVALID", "31;1")
+    lines = [f"{ok}  reward {card.reward:+.3f}  {card.formula or ''}"]
+    if not card.valid and card.error is not None:
+        lines.append(f"  [{card.error.code}] {card.error.message}")
+    if card.canonical and card.canonical != card.formula:
+        lines.append(f"  canonical  {card.canonical}")
+    why = channel_reasons(card, params)
+    lines += ["", f"  {'id':<4} {'channel':<18} {'value':>7} {'prio':>5} {'contrib':>8}  why"]
+    for name, v in card.channels.items():
+        pr = priorities[name]
+        lines.append(f"  {channel(name).id:<4} {name:<18} {v:>+7.3f} {pr:>5g} {pr * v:>+8.3f}  {why[name]}")
+    lines.append(f"  {'':<4} {'reward':<18} {'':>7} {'':>5} {card.reward:>+8.3f}"
+                 + ("  capped at 0 by the motif guard" if card.motif_capped else ""))
+    m = card.metrics
+    if "sharpe" in m:
+        fac = m.get("factors", {})
+        nov = m.get("novelty", {})
+        lines += ["", f"  train {m['first_date']} .. {m['last_date']} ({m['n_days']} days, train costs)",
+                  f"  net Sharpe {_f(m['sharpe'], '+.2f')}  gross {_f(m['gross_sharpe'], '+.2f')}  "
+                  f"ann. return {_f(m['annual_return'], '+.1%')}  max DD {_f(m['max_drawdown'], '+.1%')}  "
+                  f"hit rate {_f(m['hit_rate'], '.1%')}",
+                  f"  turnover {_f(m['turnover'], '.1%')}/day  IC {_f(m['ic'], '+.4f')}  "
+                  f"beta {_f(m['beta'], '+.2f')}  residual Sharpe {_f(fac.get('residual_sharpe'), '+.2f')}",
+                  f"  nearest archive entry ({_f(nov.get('nearest_corr'), '+.2f')}): {nov.get('nearest') or '-'}"]
+    for n in card.notes:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines)
+
+
+def group_table(cards: list[Any], adv: Any) -> str:
+    """One row per answer: valid, reward, advantage, cpcv, turnover, IC, formula or error."""
+    lines = [f"  {'#':>2} {'valid':<5} {'reward':>7} {'adv':>6} {'cpcv':>6} {'turn/d':>6} {'IC':>7}  formula or error"]
+    for i, (c, a) in enumerate(zip(cards, adv, strict=True)):
+        m = c.metrics
+        what = c.formula if c.valid else f"[{c.error.code}] {c.error.message}"
+        lines.append(f"  {i:>2} {'yes' if c.valid else 'NO':<5} {c.reward:>+7.3f} {a:>+6.2f} "
+                     f"{_f(c.channels.get('cpcv'), '+.2f'):>6} {_f(m.get('turnover'), '.1%'):>6} "
+                     f"{_f(m.get('ic'), '+.4f'):>7}  {what}")
+    return "\n".join(lines)
+
+
+def configure_score(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit score``."""
+    p.add_argument("formula", nargs="+", help="formula(s) or <alpha> answers; '-' reads stdin, one per line")
+    p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
+    p.add_argument("--json", action="store_true", help="one JSON card per line instead of the table")
+    p.add_argument("--timings", action="store_true", help="with --json: include per-phase timings")
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """``gymkit score``."""
+    import gymkit
+
+    texts = _answers(args)
+    env = gymkit.make(args.env)
+    cards = env.score_group(texts) if len(texts) > 1 else [env.score(texts[0])]
+    if args.json:
+        for c in cards:
+            print(json.dumps(c.to_dict(timings=args.timings), separators=(",", ":"),
+                             allow_nan=False, ensure_ascii=False))
+        return 0
+    prio = {n: float(env.config.priorities[n]) for n in env.channels}
+    if len(cards) == 1:
+        print(card_table(cards[0], prio, env.setup.params))
+    else:
+        adv, info = env.group_advantages(cards)
+        print(f"one group of {len(cards)} answers on {env.config.env_id} "
+              f"({info.n_valid} valid; adv = GDPO advantage)")
+        print(group_table(cards, adv))
+    return 0
+
+
+# ------------------------------------------------------------------------- env
+def configure_env(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit env list|show``."""
+    sub = p.add_subparsers(dest="env_command", metavar="list|show", required=True)
+    sub.add_parser("list", help="registered environments", description="registered environments")
+    sp = sub.add_parser("show", help="one environment's configuration",
+                        description="one environment's configuration")
+    sp.add_argument("env_id", help="a registered id or a .toml path")
+    sp.add_argument("--toml", action="store_true", help="print the configuration as TOML")
+
+
+def env_summary(config: Any) -> str:
+    """A readable multi-line summary of an EnvConfig (no market loading)."""
+    from gymkit.verifiers.channels import CHANNELS
+
+    s, c = config.split, config.cpcv
+    lines = [f"{config.env_id}: {config.description}",
+             f"  market        {config.market}",
+             f"  split         train {s['train_start']} .. {s['train_end']}, holdout "
+             f"{s['holdout_start']} .. {s['holdout_end']}; burn-in {config.burn_in} sessions",
+             f"  train costs   {json.dumps(config.train_costs, sort_keys=True)}",
+             f"  holdout costs {json.dumps(config.holdout_costs, sort_keys=True)} (report/probe only)",
+             f"  cpcv          {c['n_blocks']} blocks, {c['n_test_blocks']} test blocks, purge "
+             f"{c['purge']}, embargo {c['embargo']}",
+             f"  archive       {config.archive['seed']} seed, capacity {config.archive['capacity']}",
+             f"  stress worlds {config.stress_worlds or 'none configured'}",
+             f"  advantages    floor {config.advantages.get('floor', 'none')}",
+             "  channels (active marked *):"]
+    for ch in CHANNELS:
+        on = "*" if ch.name in config.channels else " "
+        lines.append(f"    {on} {ch.id:<4} {ch.name:<18} priority {config.priorities[ch.name]:g}")
+    return "\n".join(lines)
+
+
+def run_env(args: argparse.Namespace) -> int:
+    """``gymkit env list`` / ``gymkit env show ID``."""
+    from pathlib import Path
+
+    from gymkit.config import EnvConfig
+    from gymkit.registry import ENVIRONMENTS, list_envs
+
+    if args.env_command == "list":
+        width = max(len(k) for k in ENVIRONMENTS)
+        for k in sorted(ENVIRONMENTS):
+            cfg = ENVIRONMENTS[k]
+            print(f"{k:<{width}}  {len(cfg.channels):>2} channels  {cfg.description}")
+        return 0
+    if args.env_id in ENVIRONMENTS:
+        cfg = ENVIRONMENTS[args.env_id]
+    elif args.env_id.endswith(".toml") and Path(args.env_id).is_file():
+        cfg = EnvConfig.load(args.env_id)
+    else:
+        raise ValueError(f"unknown environment {args.env_id!r}; registered: {list_envs()}")
+    print(cfg.to_toml() if args.toml else env_summary(cfg), end="\n" if not args.toml else "")
+    return 0

@@ -1,0 +1,333 @@
+"""``gymkit score-file``: score a file of answers into a file of cards, resumably, with progress.
+
+Input (by extension): ``.jsonl``/``.ndjson``/``.json`` (one JSON object per line),
+``.parquet``/``.pq``, or any other text file (one answer per non-empty line).  A record's
+answer is its ``completion`` field (verbatim; ``--field`` names another) or, failing that, its
+``formula`` field (wrapped in ``<alpha>``); a plain line without ``<alpha>`` is a bare formula.
+Its id is the ``id`` field (``--id-field``) or else its 0-based row number.
+
+Scoring: every answer alone (``env.score``), or with ``--group-field F`` the records sharing
+a value of F as one group (``env.score_group``, plus each answer's GDPO advantage).  The
+archive is never changed, so a row's card depends only on the environment and its group.
+
+Output (by extension): ``.jsonl`` (one object per line: ``id``, optional ``group`` and
+``advantage``, then the card's ``to_dict``), or ``.parquet`` (flat columns: id, group,
+advantage, valid, reward, error, formula, canonical, one ``ch_<name>`` column per channel,
+key metrics, provenance, and the whole card as ``card_json``).  Timings are left out unless
+``--timings``, so a rerun writes identical bytes.
+
+Resume: ids already in the output are skipped.  JSONL output is appended and flushed per
+answer (a torn last line from a crash is cut off first); Parquet output accumulates in
+``OUT.partial.jsonl`` and is written (atomically) when the input is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["Record", "flatten_card_row", "read_records", "score_file"]
+
+JSONL_EXT = (".jsonl", ".ndjson", ".json")
+PARQUET_EXT = (".parquet", ".pq")
+#: Metrics copied into flat Parquet columns (name in the card's metrics → column).
+FLAT_METRICS = ("sharpe", "gross_sharpe", "annual_return", "turnover", "ic", "max_drawdown", "beta")
+
+EXAMPLES = (
+    "gymkit score-file answers.jsonl --out cards.jsonl",
+    "gymkit score-file rollouts.parquet --out cards.parquet --group-field prompt_id",
+    "gymkit score-file formulas.txt --out cards.jsonl   # resumes if cards.jsonl exists",
+)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One answer to score: its id, its group key (or None) and the answer text."""
+
+    id: str
+    group: str | None
+    completion: str
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def _wrap(formula: str) -> str:
+    return formula if "<alpha" in formula or "</alpha>" in formula else f"<alpha>{formula.strip()}</alpha>"
+
+
+def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_field: str | None) -> Record:
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: a record must be a JSON object")
+    text = obj.get(field)
+    if text is None and isinstance(obj.get("formula"), str):
+        text = _wrap(obj["formula"])
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: no string '{field}' (or 'formula') field")
+    rid = obj.get(id_field, row)
+    group = None
+    if group_field is not None:
+        if obj.get(group_field) is None:
+            raise ValueError(f"{where}: no '{group_field}' field to group by")
+        group = str(obj[group_field])
+    return Record(str(rid), group, text)
+
+
+def read_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
+                 group_field: str | None = None) -> list[Record]:
+    """Read every record of ``path`` (module doc); ``ValueError`` names the bad line or row."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"input file {p} not found")
+    out: list[Record] = []
+    ext = _suffix(p)
+    if ext in PARQUET_EXT:
+        import polars as pl
+
+        for row, obj in enumerate(pl.read_parquet(p).iter_rows(named=True)):
+            out.append(_record(obj, row, f"{p} row {row}", field, id_field, group_field))
+    elif ext in JSONL_EXT:
+        with p.open(encoding="utf-8") as fh:
+            row = 0
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{p}:{n}: not valid JSON ({exc.msg})") from None
+                out.append(_record(obj, row, f"{p}:{n}", field, id_field, group_field))
+                row += 1
+    else:
+        if group_field is not None:
+            raise ValueError(f"{p}: --group-field needs JSONL or Parquet input, not plain lines")
+        with p.open(encoding="utf-8") as fh:
+            row = 0
+            for line in fh:
+                if line.strip():
+                    out.append(Record(str(row), None, _wrap(line.strip())))
+                    row += 1
+    seen: set[str] = set()
+    for r in out:
+        if r.id in seen:
+            raise ValueError(f"{p}: id {r.id!r} appears twice (ids must be unique to resume)")
+        seen.add(r.id)
+    return out
+
+
+# ------------------------------------------------------------------ output side
+def _repair_jsonl(path: Path) -> set[str]:
+    """Ids already in a JSONL output; a torn last line (no newline, bad JSON) is cut off."""
+    if not path.exists():
+        return set()
+    data = path.read_bytes()
+    keep = data.rfind(b"\n") + 1
+    if keep < len(data):  # a write died mid-line: drop the fragment
+        with path.open("r+b") as fh:
+            fh.truncate(keep)
+        data = data[:keep]
+    ids = set()
+    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                ids.add(str(json.loads(line)["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"{path}:{n}: existing output line is not a card row; "
+                                 "move the file away or pass --restart") from None
+    return ids
+
+
+def flatten_card_row(row: dict[str, Any], channels: Sequence[str]) -> dict[str, Any]:
+    """Flat Parquet columns of one output row (module doc)."""
+    err = row.get("error") or {}
+    metrics = row.get("metrics") or {}
+    flat: dict[str, Any] = {
+        "id": row["id"], "group": row.get("group"), "advantage": row.get("advantage"),
+        "valid": row["valid"], "reward": row["reward"], "error_code": err.get("code"),
+        "error_message": err.get("message"), "formula": row.get("formula"),
+        "canonical": row.get("canonical"),
+    }
+    for ch in channels:
+        flat[f"ch_{ch}"] = (row.get("channels") or {}).get(ch)
+    for m in FLAT_METRICS:
+        v = metrics.get(m)
+        flat[m] = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    cp = metrics.get("cpcv")
+    flat["cpcv_score"] = cp.get("score") if isinstance(cp, dict) else None
+    for k in ("env_id", "env_fingerprint", "data_fingerprint", "archive_version"):
+        flat[k] = row.get(k)
+    flat["card_json"] = json.dumps(row, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return flat
+
+
+def _write_parquet(rows: list[dict[str, Any]], channels: Sequence[str], path: Path) -> None:
+    import polars as pl
+
+    schema: dict[str, Any] = {
+        "id": pl.Utf8, "group": pl.Utf8, "advantage": pl.Float64, "valid": pl.Boolean,
+        "reward": pl.Float64, "error_code": pl.Utf8, "error_message": pl.Utf8, "formula": pl.Utf8,
+        "canonical": pl.Utf8, **{f"ch_{c}": pl.Float64 for c in channels},
+        **{m: pl.Float64 for m in FLAT_METRICS}, "cpcv_score": pl.Float64, "env_id": pl.Utf8,
+        "env_fingerprint": pl.Utf8, "data_fingerprint": pl.Utf8, "archive_version": pl.Int64,
+        "card_json": pl.Utf8,
+    }
+    frame = pl.DataFrame([flatten_card_row(r, channels) for r in rows], schema=schema, orient="row")
+    tmp = path.with_name(path.name + ".tmp")
+    frame.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    import polars as pl
+
+    try:
+        cards = pl.read_parquet(path, columns=["id", "card_json"])
+    except Exception as exc:  # a file we did not write: say so instead of overwriting it
+        raise ValueError(f"existing output {path} is not a score-file Parquet ({type(exc).__name__}); "
+                         "move it away or pass --restart") from None
+    return [json.loads(c) for c in cards["card_json"]]
+
+
+# -------------------------------------------------------------------- progress
+class Progress:
+    """A one-line progress bar with throughput and ETA on ``stream`` (redrawn at most 10×/s)."""
+
+    def __init__(self, total: int, done: int, stream: TextIO, enabled: bool = True) -> None:
+        self.total, self.start_done, self.done = total, done, done
+        self.stream, self.enabled = stream, enabled
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.valid = 0
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+
+    def line(self) -> str:
+        """The current status line."""
+        n = self.done - self.start_done
+        dt = max(time.perf_counter() - self.t0, 1e-9)
+        rate = n / dt
+        left = self.total - self.done
+        eta = f"{int(left / rate // 60)}:{int(left / rate % 60):02d}" if rate > 0 else "-:--"
+        frac = self.done / self.total if self.total else 1.0
+        bar = "#" * int(24 * frac) + "." * (24 - int(24 * frac))
+        valid = f"{self.valid / n:.0%}" if n else "-"
+        return (f"[{bar}] {self.done}/{self.total} {frac:4.0%}  {rate:6.1f} answers/s  "
+                f"eta {eta}  valid {valid}")
+
+    def update(self, k: int, valid: int, final: bool = False) -> None:
+        """Count ``k`` more answers (``valid`` of them valid); redraw when due."""
+        self.done += k
+        self.valid += valid
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        period = 0.1 if self.tty else 2.0
+        if final or now - self.last >= period:
+            self.last = now
+            end = "\n" if final or not self.tty else ""
+            self.stream.write(("\r" if self.tty else "") + self.line() + end)
+            self.stream.flush()
+
+
+# ---------------------------------------------------------------------- driver
+def _batches(records: Sequence[Record]) -> Iterator[list[Record]]:
+    if all(r.group is None for r in records):
+        for r in records:
+            yield [r]
+        return
+    order: dict[str, list[Record]] = {}
+    for r in records:
+        order.setdefault(str(r.group), []).append(r)
+    yield from order.values()
+
+
+def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
+               field: str = "completion", id_field: str = "id", group_field: str | None = None,
+               timings: bool = False, restart: bool = False, progress: bool = True,
+               stream: TextIO | None = None) -> dict[str, int]:
+    """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid}."""
+    import gymkit
+
+    out_p = Path(out)
+    ext = _suffix(out_p)
+    if ext not in JSONL_EXT + PARQUET_EXT:
+        raise ValueError(f"output {out_p} must end in .jsonl or .parquet")
+    if out_p.resolve() == Path(src).resolve():
+        raise ValueError("output and input are the same file")
+    records = read_records(src, field=field, id_field=id_field, group_field=group_field)
+    partial = out_p.with_name(out_p.name + ".partial.jsonl") if ext in PARQUET_EXT else out_p
+    if restart:
+        for p in {out_p, partial}:
+            p.unlink(missing_ok=True)
+    old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
+    done = {str(r["id"]) for r in old_rows} | _repair_jsonl(partial)
+    env = gymkit.make(env_id)
+    todo = [r for r in records if r.id not in done]
+    bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
+    scored = valid = 0
+    out_p.parent.mkdir(parents=True, exist_ok=True)
+    with partial.open("a", encoding="utf-8") as fh:
+        for batch in _batches(todo):
+            if batch[0].group is None:
+                cards = [env.score(batch[0].completion)]
+                adv = None
+            else:
+                cards = env.score_group([r.completion for r in batch])
+                adv, _ = env.group_advantages(cards)
+            for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
+                row: dict[str, Any] = {"id": rec.id}
+                if rec.group is not None:
+                    row["group"] = rec.group
+                    row["advantage"] = float(adv[k]) if adv is not None else None
+                row.update(card.to_dict(timings=timings))
+                fh.write(json.dumps(row, separators=(",", ":"), allow_nan=False, ensure_ascii=False) + "\n")
+            fh.flush()
+            nv = sum(c.valid for c in cards)
+            scored += len(batch)
+            valid += nv
+            bar.update(len(batch), nv)
+    bar.update(0, 0, final=True)
+    if ext in PARQUET_EXT:
+        new_rows = [json.loads(x) for x in partial.read_text(encoding="utf-8").splitlines() if x.strip()]
+        by_id = {str(r["id"]): r for r in [*old_rows, *new_rows]}
+        ordered = [by_id[r.id] for r in records if r.id in by_id]
+        _write_parquet(ordered, env.channels, out_p)
+        partial.unlink(missing_ok=True)
+    return {"total": len(records), "skipped": len(records) - len(todo), "scored": scored,
+            "valid": valid}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit score-file``."""
+    p.add_argument("input", help="answers: .jsonl / .parquet (field 'completion' or 'formula') "
+                                 "or a text file with one answer per line")
+    p.add_argument("--out", required=True, metavar="FILE", help="cards: .jsonl or .parquet")
+    p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
+    p.add_argument("--field", default="completion", help="the answer's field (default: completion)")
+    p.add_argument("--id-field", default="id", help="the id's field (default: id; else the row number)")
+    p.add_argument("--group-field", default=None, metavar="FIELD",
+                   help="score records sharing this field as one group (adds GDPO advantages)")
+    p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
+    p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """``gymkit score-file``: score, then print one summary line on stderr."""
+    t0 = time.perf_counter()
+    c = score_file(args.input, args.out, env_id=args.env, field=args.field, id_field=args.id_field,
+                   group_field=args.group_field, timings=args.timings, restart=args.restart,
+                   progress=not args.no_progress)
+    dt = time.perf_counter() - t0
+    print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
+          f"{args.out}, {c['total']} in all; {dt:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,116 @@
+"""``gymkit score-file``: formats in and out, ids, groups, resume after a crash, progress."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import polars as pl
+import pytest
+
+from gymkit.cli import main
+from gymkit.scorefile import Progress, read_records, score_file
+
+FORMULAS = ["rank(-ts_sum(returns, 5))", "rank(ts_std(volume, 20))", "rank(close", "rank(-returns)",
+            "rank(ts_mean(close, 250))", "rank(ts_delta(volume, 3))"]
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def answers(tmp_path):
+    return _jsonl(tmp_path / "answers.jsonl",
+                  [{"id": f"a{i}", "completion": f"<alpha>{f}</alpha>"} for i, f in enumerate(FORMULAS)])
+
+
+def test_jsonl_out_matches_env_score(answers, tmp_path, shared_env):
+    out = tmp_path / "cards.jsonl"
+    counts = score_file(answers, out, progress=False)
+    assert counts == {"total": 6, "skipped": 0, "scored": 6, "valid": 4}
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [f"a{i}" for i in range(6)]
+    env = shared_env()
+    assert {k: v for k, v in rows[0].items() if k != "id"} == env.score(
+        f"<alpha>{FORMULAS[0]}</alpha>").to_dict(timings=False)
+
+
+def test_resume_after_a_crash_gives_the_same_bytes(answers, tmp_path):
+    full = tmp_path / "full.jsonl"
+    score_file(answers, full, progress=False)
+    part = tmp_path / "part.jsonl"
+    lines = full.read_bytes().splitlines(keepends=True)
+    part.write_bytes(b"".join(lines[:2]) + lines[2][:25])  # died while writing row 3
+    counts = score_file(answers, part, progress=False)
+    assert counts["skipped"] == 2 and counts["scored"] == 4
+    assert part.read_bytes() == full.read_bytes()
+    again = score_file(answers, part, progress=False)
+    assert again["scored"] == 0 and part.read_bytes() == full.read_bytes()
+
+
+def test_parquet_in_and_out_with_resume(answers, tmp_path):
+    src = tmp_path / "in.parquet"
+    pl.DataFrame({"id": [f"a{i}" for i in range(6)], "formula": FORMULAS}).write_parquet(src)
+    out = tmp_path / "cards.parquet"
+    score_file(src, out, progress=False)
+    df = pl.read_parquet(out)
+    assert df["id"].to_list() == [f"a{i}" for i in range(6)]
+    assert df["valid"].to_list() == [True, True, False, True, False, True]
+    assert {"reward", "ch_cpcv", "sharpe", "cpcv_score", "card_json", "error_code"} <= set(df.columns)
+    assert df.filter(pl.col("id") == "a2")["error_code"].item() == "syntax"
+    # interrupted run: two rows in the sidecar, no parquet yet -> resume scores the other four
+    out2 = tmp_path / "resumed.parquet"
+    side = tmp_path / "resumed.parquet.partial.jsonl"
+    side.write_text("\n".join(df["card_json"].to_list()[:2]) + "\n")
+    counts = score_file(src, out2, progress=False)
+    assert counts["skipped"] == 2 and not side.exists()
+    assert pl.read_parquet(out2).equals(df)
+
+
+def test_group_field_adds_zero_sum_advantages(tmp_path):
+    rows = [{"id": i, "prompt": i // 3, "formula": f} for i, f in enumerate(FORMULAS)]
+    src = _jsonl(tmp_path / "g.jsonl", rows)
+    out = tmp_path / "g-out.jsonl"
+    score_file(src, out, group_field="prompt", progress=False)
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    for g in ("0", "1"):
+        adv = [r["advantage"] for r in got if r["group"] == g]
+        assert len(adv) == 3 and abs(sum(adv)) < 1e-9
+    assert all(r["advantage"] <= 0 for r in got if not r["valid"])
+
+
+def test_plain_lines_and_bad_inputs(tmp_path):
+    txt = tmp_path / "f.txt"
+    txt.write_text("rank(close)\n\n<alpha>rank(open)</alpha>\n")
+    recs = read_records(txt)
+    assert [(r.id, r.completion) for r in recs] == [("0", "<alpha>rank(close)</alpha>"),
+                                                    ("1", "<alpha>rank(open)</alpha>")]
+    dup = _jsonl(tmp_path / "dup.jsonl", [{"id": 1, "formula": "x"}, {"id": 1, "formula": "y"}])
+    with pytest.raises(ValueError, match="id '1' appears twice"):
+        read_records(dup)
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"formula": "x"}, {"text": "y"}])
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: no string 'completion'"):
+        read_records(bad)
+    with pytest.raises(ValueError, match=r"must end in \.jsonl or \.parquet"):
+        score_file(txt, tmp_path / "out.csv", progress=False)
+
+
+def test_cli_progress_and_summary(answers, tmp_path, capsys):
+    rc = main(["score-file", str(answers), "--out", str(tmp_path / "c.jsonl")])
+    _, err = capsys.readouterr()
+    assert rc == 0
+    assert "answers/s" in err and "6/6" in err
+    assert "score-file: 6 scored (4 valid), 0 already in" in err
+    rc = main(["score-file", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "c.jsonl")])
+    _, err = capsys.readouterr()
+    assert rc == 1 and err.strip() == f"gymkit score-file: error: input file {tmp_path / 'nope.jsonl'} not found"
+
+
+def test_progress_line_counts_and_rate():
+    buf = io.StringIO()
+    bar = Progress(total=10, done=4, stream=buf)
+    bar.update(3, 2, final=True)
+    line = buf.getvalue()
+    assert "7/10" in line and "70%" in line and "valid 67%" in line and line.endswith("\n")

@@ -18,6 +18,9 @@ _EXPORTS: dict[str, str] = {
     "grpo_advantages": "gymkit.advantages",
     "list_envs": "gymkit.registry",
     "make": "gymkit.registry",
+    "ServerSettings": "gymkit.server.settings",
+    "create_app": "gymkit.server.app",
+    "serve": "gymkit.server.serve",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

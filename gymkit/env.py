@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from gymkit.advantages import AdvantageInfo, gdpo_advantages
+from gymkit.advantages import AdvantageInfo, gdpo_advantages, grpo_advantages
 from gymkit.data.panel import Panel
 from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
 from gymkit.dsl.operators import OPERATORS
@@ -42,6 +43,7 @@ from gymkit.verifiers.cpcv import CPCV
 
 from .card import TIMING_PHASES, ScoreCard
 from .config import EnvConfig
+from .prompt import render_prompt
 from .scoring import (
     AnswerState,
     ScoringSetup,
@@ -52,11 +54,33 @@ from .scoring import (
     novelty_of,
     risk_channels,
     run_oracle,
+    run_stress,
     scalar_reward,
 )
 from .seed_archive import seeded_archive
 
 __all__ = ["Environment", "resolve_market"]
+
+CHANNEL_INDEX = {c.name: i for i, c in enumerate(CHANNELS)}
+
+
+def _stress_worlds(config: EnvConfig, train: Panel) -> tuple[tuple, str, str]:
+    """(worlds, digest, problem) for R3: the configured stress worlds of ``train`` (numpy only).
+
+    Worlds that cannot be used here (another market or split, a missing or altered file)
+    leave R3 inactive; ``problem`` says why (the environment's notes carry it).
+    """
+    if not config.stress_worlds or "jepa_stress" not in config.channels:
+        return (), "", "not configured"
+    from gymkit.jepa.worlds import load_stress_worlds, read_manifest
+
+    try:
+        worlds = tuple(load_stress_worlds(config.stress_worlds, train))
+        man, _ = read_manifest(config.stress_worlds)
+    except (OSError, ValueError, KeyError) as exc:
+        return (), "", str(exc)
+    digest = "|".join(f"{w['name']}:{w['sha256']}" for w in man["worlds"] if w.get("kept"))
+    return worlds, digest, ""
 
 
 def resolve_market(config: EnvConfig, market: Panel | None) -> Panel:
@@ -86,16 +110,18 @@ class Environment:
         self.config = config
         self.market = resolve_market(config, market)
         self.data_fingerprint = self.market.fingerprint
-        self.fingerprint = config.fingerprint(self.data_fingerprint)
         self.gymkit_version = __version__
         split = config.split_obj
         train = split.train(self.market)
+        worlds, self.stress_digest, self._stress_problem = _stress_worlds(config, train)
+        self.fingerprint = config.fingerprint(self.data_fingerprint, self.stress_digest)
         self.setup = ScoringSetup.build(
             train, split, cost_model_from_dict(config.train_costs), CPCV(**config.cpcv),
-            config.burn_in, config.channel_params, cache)
+            config.burn_in, config.channel_params, cache, worlds)
         self.n_days = window_context(train, split, "train", config.burn_in).judged.n_days
-        self.channels: tuple[str, ...] = config.channels
-        self.priorities = np.array(config.active_priorities(), dtype=np.float64)
+        self.channels: tuple[str, ...] = tuple(
+            n for n in config.channels if worlds or CHANNELS[CHANNEL_INDEX[n]].needs != "stress_worlds")
+        self.priorities = np.array([config.priorities[n] for n in self.channels], dtype=np.float64)
         self._priority_of = {n: config.priorities[n] for n in self.channels}
         self.notes: tuple[str, ...] = tuple(self._inactive_notes())
         self.archive: NoveltyArchive = seeded_archive(
@@ -116,6 +142,8 @@ class Environment:
                 continue
             if ch.needs == "stress_worlds" and not self.config.stress_worlds:
                 yield f"{ch.name}: no stress worlds configured"
+            elif ch.needs == "stress_worlds" and ch.name in self.config.channels:
+                yield f"{ch.name}: stress worlds not loaded ({self._stress_problem})"
             else:
                 yield f"{ch.name}: disabled by configuration"
 
@@ -139,6 +167,7 @@ class Environment:
             st = gate_text(c, setup)
             run_oracle(st, setup)
             gate_book(st, setup)
+            run_stress(st, setup)
             st.timings["wall"] = time.perf_counter() - t0
             states.append(st)
         seen: dict[str, int] = {}
@@ -168,7 +197,6 @@ class Environment:
             metrics = card_metrics(st, nov, f, capped)
             tm = {k: st.timings.get(k, 0.0) for k in TIMING_PHASES}
             tm["channels"] = t_channels + time.perf_counter() - t0
-            tm["stress"] = 0.0
             tm["total"] = st.timings["wall"] + tm["novelty"] + tm["channels"]
             cards.append(ScoreCard(
                 valid=st.valid, error=st.error, channels=ch, reward=reward,
@@ -190,7 +218,12 @@ class Environment:
         """GDPO advantages of one group's cards (active channels, priorities, validity, floor)."""
         x, valid = self.channel_matrix(cards)
         core = self.channels.index("cpcv") if "cpcv" in self.channels else 0
-        return gdpo_advantages(x, self.priorities, valid, floor=self.config.advantage_floor, core=core)
+        adv, info = gdpo_advantages(x, self.priorities, valid, floor=self.config.advantage_floor,
+                                    core=core)
+        # The diagnostics' scalar reward is the cards' reward, which the motif guard (R10) may
+        # have capped at 0; the pure GDPO function only sees the channel matrix.
+        rewards = np.array([c.reward for c in cards], dtype=np.float64)
+        return adv, replace(info, scalar_reward=rewards, grpo_advantage=grpo_advantages(rewards))
 
     def _check_cards(self, cards: Sequence[ScoreCard]) -> None:
         for i, c in enumerate(cards):
@@ -232,20 +265,8 @@ class Environment:
 
     # --------------------------------------------------------- Gymnasium style
     def observation(self, brief: str | None = None) -> str:
-        """The task prompt (version ``config.PROMPT_VERSION``): contract, vocabulary, brief."""
-        fields = " ".join(self.setup.fields)
-        levels = " ".join(self.setup.levels) or "none"
-        ops = " ".join(sorted(OPERATORS))
-        text = (
-            "Write one trading formula (an alpha) in the gymkit DSL. It is ranked across "
-            "stocks each day into a dollar-neutral long-short book, filled at the next open.\n"
-            f"Fields: {fields}. Group levels: {levels}. Operators: {ops}. "
-            "Windows are integer literals 1..252; total lookback <= 252 sessions.\n"
-            "Answer with exactly one <alpha>formula</alpha>; an optional <think>...</think> "
-            "block may precede it.")
-        if brief:
-            text += "\nBrief: " + brief
-        return text
+        """The task prompt (gymkit/prompt.py, version ``PROMPT_VERSION``): contract, vocabulary, brief."""
+        return render_prompt(brief, self.setup.fields, self.setup.levels, OPERATORS)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         """Start an episode: return (prompt, info).  ``seed`` reseeds ``np_random``."""

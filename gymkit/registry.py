@@ -1,7 +1,9 @@
 """The environment registry: one table of named configurations, ``make`` and ``list_envs``.
 
 ``us46-default`` is the embedded default market (46 synthetic US stocks, DESIGN §2 split)
-with the seed's best reward configuration (DESIGN §5) minus R3, which needs stress worlds.
+with the seed's best reward configuration (DESIGN §5), R3 included: its JEPA stress worlds
+ship with the package (``gymkit.jepa``, loaded with numpy only); R3 is inactive, with a note
+on every card, where they do not load or were generated for another market or split.
 ``make(env_id, market=panel)`` runs the same configuration on a user's panel (the config's
 ``market`` becomes ``"user"`` and the data fingerprint changes the environment fingerprint);
 keyword overrides change any config field, dict fields merged key by key, e.g.

@@ -10,6 +10,8 @@
 2. **Oracle** (:func:`run_oracle`).  Evaluate the formula on the *train panel* — a panel
    physically without holdout rows — and backtest it in ``mode='train'`` with the
    environment's costs and CPCV.
+   **Stress** (:func:`run_stress`, only with stress worlds): the same formula re-scored in
+   each JEPA stress world with the same costs and CPCV; R3 reads the mean drop.
 3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward`).  The channel table of
    :mod:`gymkit.verifiers.channels`.  Validity is decided before layer 3 runs and nothing in
    layer 3 can change it; invalid answers get R1/R6 penalties and 0 elsewhere.
@@ -20,6 +22,7 @@ answer through the layers with its per-phase timings.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ from gymkit.dsl.ast import Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
 from gymkit.dsl.operators import FIELDS, LEVELS
+from gymkit.jepa.worlds import StressWorld, world_score
 from gymkit.verifiers.archive import NoveltyArchive
 from gymkit.verifiers.channels import (
     AnswerFacts,
@@ -54,6 +58,7 @@ __all__ = [
     "novelty_of",
     "risk_channels",
     "run_oracle",
+    "run_stress",
     "scalar_reward",
 ]
 
@@ -71,14 +76,16 @@ class ScoringSetup:
     cache: EvalCache | None
     fields: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
+    worlds: tuple[StressWorld, ...] = ()
 
     @classmethod
     def build(cls, train: Panel, split: Split, costs: object, cpcv: CPCV, burn_in: int,
-              params: ChannelParams, cache: EvalCache | None) -> ScoringSetup:
+              params: ChannelParams, cache: EvalCache | None,
+              worlds: Sequence[StressWorld] = ()) -> ScoringSetup:
         """Create a setup; the available fields and group levels are read off ``train``."""
         fields_ = tuple(n for n in FIELDS if train.has_field(n))
         levels = tuple(lv for lv in LEVELS if train.has_groups(lv))
-        return cls(train, split, costs, cpcv, burn_in, params, cache, fields_, levels)
+        return cls(train, split, costs, cpcv, burn_in, params, cache, fields_, levels, tuple(worlds))
 
 
 @dataclass
@@ -92,6 +99,7 @@ class AnswerState:
     canonical: str | None = None
     error: CardError | None = None
     bt: BacktestResult | None = None
+    stress: dict[str, float] | None = None  # world name -> CPCV score in that world
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -165,6 +173,34 @@ def gate_book(st: AnswerState, setup: ScoringSetup) -> None:
             "floor: the book is (nearly) static", None, "book")
 
 
+def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
+    """Re-score a valid answer in every stress world (same costs, CPCV and burn-in).
+
+    Fills ``st.stress`` with each world's CPCV score; a world where the formula cannot be
+    re-scored or scores non-finite counts at the R1 clip floor (fail closed: a large drop).
+    """
+    t0 = time.perf_counter()
+    if setup.worlds and st.valid and st.bt is not None and st.expr is not None:
+        out = {}
+        for w in setup.worlds:
+            try:
+                s = world_score(st.expr, w.panel, setup.split, setup.costs, setup.cpcv,
+                                setup.burn_in, setup.cache)
+            except Exception:  # fail closed
+                s = math.nan
+            out[w.name] = s if math.isfinite(s) else -setup.params.cpcv_clip
+        st.stress = out
+    st.timings["stress"] = time.perf_counter() - t0
+
+
+def stress_drop(st: AnswerState) -> float:
+    """Mean over worlds of max(0, base CPCV − world CPCV); NaN without stress scores."""
+    if st.stress is None or st.bt is None:
+        return math.nan
+    base = st.bt.cpcv.score
+    return float(np.mean([max(0.0, base - s) for s in st.stress.values()]))
+
+
 @dataclass(frozen=True)
 class Novelty:
     """Novelty look-up of one answer: max |corr| with the archive, the nearest form, seen-ness."""
@@ -204,11 +240,16 @@ def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:
         return AnswerFacts(**base)
     return AnswerFacts(
         **base, cpcv=bt.cpcv.score, turnover=bt.metrics.turnover, ic=bt.metrics.ic,
-        raw_sharpe=bt.factors.raw_sharpe, residual_sharpe=bt.factors.residual_sharpe,
+        # R4 reads the additive split raw = factor part + residual part, both in the P&L's own
+        # volatility (FactorExposure.factor_sharpe), not the residual's own Sharpe, which blows
+        # up when the factors span the P&L and the residual is mostly costs.
+        raw_sharpe=bt.factors.raw_sharpe,
+        residual_sharpe=bt.factors.raw_sharpe - bt.factors.factor_sharpe,
         mean_is=bt.cpcv.mean_is, mean_oos=bt.cpcv.mean_oos,
         is_sharpes=tuple(bt.cpcv.is_sharpes.tolist()),
         test_sharpes=tuple(bt.cpcv.test_sharpes.tolist()), max_abs_corr=nov.max_abs_corr,
-        in_archive=nov.in_archive, group_duplicates=nov.group_duplicates)
+        in_archive=nov.in_archive, group_duplicates=nov.group_duplicates,
+        stress_drop=stress_drop(st))
 
 
 def risk_channels(facts: Sequence[AnswerFacts], active: Sequence[str],
@@ -250,4 +291,6 @@ def card_metrics(st: AnswerState, nov: Novelty, f: AnswerFacts, capped: bool) ->
                         "data": sorted(mot.data), "is_price_only": mot.is_price_only,
                         "is_single_motif": mot.is_single_motif}
     out["motif_guard"] = capped
+    if st.stress is not None:
+        out["stress"] = {"world_cpcv": dict(st.stress), "mean_drop": f.stress_drop}
     return out

@@ -17,7 +17,7 @@ DATA = "ab" * 32
 def test_default_config_is_the_design_default() -> None:
     c = ENVIRONMENTS["us46-default"]
     assert c.market == "default" and c.burn_in == 252
-    assert "jepa_stress" not in c.channels and len(c.channels) == 11
+    assert "jepa_stress" in c.channels and len(c.channels) == 12 and c.stress_worlds == "default"
     assert c.channels[0] == "cpcv"
     assert c.priorities["cpcv"] == 3.0 and c.priorities["motif_guard"] == 0.3
     assert c.split["train_end"] == DEFAULT_SPLIT.train_end
@@ -51,7 +51,7 @@ def test_fingerprint_covers_config_data_and_version(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(("kw", "msg"), [
-    (dict(channels=("cpcv", "jepa_stress")), "needs stress worlds"),
+    (dict(channels=("cpcv", "jepa_stress"), stress_worlds=""), "needs stress worlds"),
     (dict(channels=("cpcv", "sharpe")), "unknown reward channel"),
     (dict(channels=("cpcv", "R1")), "twice"),
     (dict(priorities={"cpcv": float("nan")}), "finite"),

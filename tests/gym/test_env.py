@@ -43,7 +43,7 @@ def test_group_fills_group_channels_and_advantages_respect_validity(env) -> None
     assert info.n_valid == 10
     np.testing.assert_allclose(info.scalar_reward, [c.reward for c in cards])
     x, valid = env.channel_matrix(cards)
-    assert x.shape == (12, 11) and valid.sum() == 10
+    assert x.shape == (12, 12) and valid.sum() == 10
 
 
 def test_single_answer_equals_group_of_one_and_pbo_is_zero(env) -> None:
@@ -91,7 +91,7 @@ def test_gymnasium_single_turn_api(env) -> None:
         gymkit.make("us46-default").step(REVERSAL)
     obs, info = env.reset(seed=7, options={"briefs": ["alpha one", "alpha two", "alpha three"]})
     assert "<alpha>" in obs and info["brief"] in obs and info["env_fingerprint"] == env.fingerprint
-    assert "jepa_stress: no stress worlds configured" in info["notes"]
+    assert "jepa_stress" in info["channels"] and not any("jepa_stress" in n for n in info["notes"])
     obs2, info2 = env.reset(seed=7, options={"briefs": ["alpha one", "alpha two", "alpha three"]})
     assert (obs2, info2["brief"]) == (obs, info["brief"])
     out, reward, terminated, truncated, step_info = env.step(REVERSAL)

@@ -1,0 +1,117 @@
+"""Quality gates of the JEPA and its stress worlds (DESIGN §7).  Thresholds are fixed here, once.
+
+=====================  =====================================================================
+gate                   passes when
+=====================  =====================================================================
+no collapse            every latent dimension's std over windows × stocks ≥ 0.1, and the
+                       effective rank (Σλ)²/Σλ² of the latent covariance ≥ 4 (of D = 32)
+predictor              late-train validation loss ≤ 0.95 × the persistence loss
+unshifted decode       each :data:`DECODE_BANDS` fact of the α = 0 world lies in its band
+                       around the train panel's figure
+shift (per world)      the world's own statistic rises strictly with α over −2 … +2, and each
+                       other statistic moves (α = +2 vs −2) by ≤ 0.5 × the own move, all in
+                       units of the statistic's train-window spread
+ranking (per world)    AUC (fragile drop > robust drop) with 95% bootstrap lower bound > 0.5
+                       over ≥ 100 formulas per class, and the static books' mean drop ≥ 2 ×
+                       the robust formulas' mean drop
+=====================  =====================================================================
+
+A world failing its shift or ranking gate is dropped from R3 (the manifest records why).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gymkit.data.panel import Panel
+from gymkit.data.stylized import _acf, stylized_facts
+
+__all__ = [
+    "AUC_LOWER_FLOOR",
+    "DECODE_BANDS",
+    "EFFECTIVE_RANK_FLOOR",
+    "LATENT_STD_FLOOR",
+    "MIN_PER_CLASS",
+    "PREDICTION_MARGIN",
+    "SELECTIVITY_MAX",
+    "STATIC_TO_ROBUST_MIN",
+    "collapse_figures",
+    "decode_facts",
+    "decode_gate",
+    "shift_gate",
+]
+
+LATENT_STD_FLOOR = 0.1
+EFFECTIVE_RANK_FLOOR = 4.0
+PREDICTION_MARGIN = 0.95
+SELECTIVITY_MAX = 0.5
+AUC_LOWER_FLOOR = 0.5
+MIN_PER_CLASS = 100
+STATIC_TO_ROBUST_MIN = 2.0
+
+#: Facts of the unshifted decode and their bands around the train panel's figure:
+#: ("rel", f): |decoded / base − 1| ≤ f; ("abs", d): |decoded − base| ≤ d; ("ratio", k):
+#: base / k ≤ decoded ≤ base · k.
+DECODE_BANDS: dict[str, tuple[str, float]] = {
+    "vol_median": ("rel", 0.15),
+    "kurtosis": ("ratio", 2.0),
+    "acf_abs_1": ("abs", 0.08),
+    "acf_abs_5": ("abs", 0.08),
+    "acf_abs_20": ("abs", 0.08),
+    "acf_r_1": ("abs", 0.03),
+    "corr_mean": ("abs", 0.05),
+    "corr_spread": ("rel", 0.25),
+    "vol_absret_corr": ("abs", 0.10),
+    "overnight_share": ("abs", 0.08),
+    "range_to_vol": ("rel", 0.15),
+}
+
+
+def collapse_figures(latents: np.ndarray) -> dict[str, float]:
+    """Min per-dimension std over windows × stocks and the effective rank of (K, N, D) latents."""
+    flat = latents.reshape(-1, latents.shape[-1])
+    lam = np.clip(np.linalg.eigvalsh(np.cov(flat, rowvar=False)), 0.0, None)
+    return {"min_dim_std": float(flat.std(axis=0).min()),
+            "effective_rank": float(lam.sum() ** 2 / (lam**2).sum())}
+
+
+def decode_facts(panel: Panel) -> dict[str, float]:
+    """The :data:`DECODE_BANDS` facts of a complete panel (stylised facts + r autocorrelation,
+    mean and spread (std) of the pairwise correlations of daily log returns)."""
+    f = stylized_facts(panel)
+    r = np.diff(np.log(panel.close), axis=0)
+    c = np.corrcoef(r, rowvar=False)
+    off = c[~np.eye(c.shape[0], dtype=bool)]
+    extra = {"acf_r_1": float(np.mean(_acf(r, 1))), "corr_mean": float(off.mean()),
+             "corr_spread": float(off.std())}
+    allf = {**f, **extra}
+    return {k: allf[k] for k in DECODE_BANDS}
+
+
+def _in_band(name: str, got: float, base: float) -> bool:
+    kind, width = DECODE_BANDS[name]
+    if kind == "rel":
+        return abs(got / base - 1.0) <= width
+    if kind == "abs":
+        return abs(got - base) <= width
+    return base / width <= got <= base * width
+
+
+def decode_gate(decoded: Panel, base: Panel) -> dict[str, dict[str, float | bool]]:
+    """Per fact: decoded value, base value, and whether it is in band."""
+    d, b = decode_facts(decoded), decode_facts(base)
+    return {k: {"decoded": d[k], "base": b[k], "ok": _in_band(k, d[k], b[k])} for k in DECODE_BANDS}
+
+
+def shift_gate(response: dict[str, list[float]], own: str) -> dict[str, object]:
+    """Monotonicity and selectivity of one channel's response.
+
+    ``response``: statistic name → its world mean at α = −2, −1, 0, 1, 2, in train-spread units.
+    """
+    o = np.asarray(response[own])
+    own_move = float(o[-1] - o[0])
+    monotone = bool(np.all(np.diff(o) > 0))
+    sel = {k: float(abs(v[-1] - v[0]) / abs(own_move)) if own_move else float("inf")
+           for k, v in response.items() if k != own}
+    return {"own_move": own_move, "monotone": monotone, "selectivity": sel,
+            "ok": monotone and own_move > 0 and max(sel.values()) <= SELECTIVITY_MAX}

@@ -1,0 +1,127 @@
+"""Generation of stress worlds from a trained JEPA (torch for encoding and decoding only).
+
+Steps: encode the train tiles (windows of W days covering the train panel) with the frozen
+target encoder; move every tile's latents along a shift channel; decode the parameters; draw
+the panel with the seeded block bootstrap (:mod:`.decoder`).  Counterfactual decoding
+(abduction, action, prediction): a world's tile parameters are the tile's *own* parameters
+plus the decoder's change, decoder(shifted latents) − decoder(latents), clipped to each
+stock's train range — so the decoder's regression error (it shrinks betas and vols toward
+their means) does not flatten the world, and the unshifted decode is the tile's parameters
+with bootstrapped shocks.  World ``i`` of the table uses
+bootstrap seed ``seed + i``; the same seed, checkpoint and data give byte-identical files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gymkit.data.default import MarketArrays
+
+from .decoder import (
+    ResidualPool,
+    bootstrap_days,
+    params_to_world,
+    synthesize,
+    tile_starts,
+    to_market_arrays,
+    true_params,
+)
+from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics
+from .training import TrainingData, encode
+
+__all__ = ["ALPHAS", "WORLD_TABLE", "WorldSpec", "fit_shifts", "make_world", "shift_response",
+           "stat_spreads", "tile_latents"]
+
+#: Shift sizes of the shift gate, in units of the train-window spread.
+ALPHAS: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class WorldSpec:
+    """A stress world: name, shift channel and signed size (train spreads)."""
+
+    name: str
+    channel: str
+    alpha: float
+
+
+#: The four stress worlds (DESIGN §7); the trend world shifts the market's trend down.
+WORLD_TABLE: tuple[WorldSpec, ...] = (
+    WorldSpec("dispersion", "dispersion", 2.0),
+    WorldSpec("trend_flip", "trend", -2.0),
+    WorldSpec("correlation", "correlation", 2.0),
+    WorldSpec("volatility", "volatility", 2.0),
+)
+
+_SHIFT_STRIDE = 7
+
+
+def _returns_windows(data: TrainingData, starts: np.ndarray, w: int) -> np.ndarray:
+    r = np.diff(data.arrays.log_close, axis=0)
+    return r[np.asarray(starts)[:, None] + np.arange(w)[None, :]]
+
+
+def fit_shifts(model, data: TrainingData) -> ShiftDirections:
+    """Shift directions from latents of train windows every 7 days (:mod:`.shifts`)."""
+    w = model.config.window
+    starts = np.arange(0, data.n_days - w + 1, _SHIFT_STRIDE, dtype=np.int64)
+    stats = window_statistics(_returns_windows(data, starts, w))
+    return ShiftDirections.fit(encode(model, data, starts), stats, SHIFT_ORDER)
+
+
+def stat_spreads(data: TrainingData, w: int) -> dict[str, float]:
+    """Std over train windows (every 7 days) of each channel statistic (the gate's units)."""
+    starts = np.arange(0, data.n_days - w + 1, _SHIFT_STRIDE, dtype=np.int64)
+    return {k: float(v.std()) for k, v in window_statistics(_returns_windows(data, starts, w)).items()}
+
+
+def tile_latents(model, data: TrainingData) -> np.ndarray:
+    """(K, N, D) latents of the tiles covering the train panel."""
+    return encode(model, data, tile_starts(data.n_days, model.config.window))
+
+
+def make_world(model, decoder, shifts: ShiftDirections, data: TrainingData, pool: ResidualPool,
+               latents: np.ndarray, channel: str | None, alpha: float, src: np.ndarray,
+               ) -> MarketArrays:
+    """One world's exact-cent arrays (``channel=None``: the unshifted decode; module doc)."""
+    w = model.config.window
+    lo, hi = param_range(data, w)
+    p = true_params(data.arrays, w, data.scales)
+    if channel is not None:  # abduction (the tile's own parameters) + action (the decoded change)
+        p = p + decoder(shift(latents, shifts, channel, alpha)) - decoder(latents)
+    wp = params_to_world(np.clip(p, lo, hi), data.scales)
+    world = synthesize(data.arrays, pool, wp, model.config.window, src)
+    return to_market_arrays(world, data.panel)
+
+
+def param_range(data: TrainingData, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per stock and parameter, the min and max over the train tiles (N, 5) each: decoded
+    parameters are clipped to them, so a shifted world never asks the bootstrap for a drift,
+    beta or vol the stock never had in a train window (no extrapolation off the manifold)."""
+    p = true_params(data.arrays, w, data.scales)
+    return p.min(axis=0), p.max(axis=0)
+
+
+def world_statistics(arrays: MarketArrays, w: int) -> dict[str, float]:
+    """Mean over the tiles of each channel statistic of a world's daily log returns."""
+    r = np.diff(np.log(arrays.close_c.astype(np.float64)), axis=0)
+    starts = tile_starts(r.shape[0], w)
+    stats = window_statistics(r[starts[:, None] + np.arange(w)[None, :]])
+    return {k: float(v.mean()) for k, v in stats.items()}
+
+
+def shift_response(model, decoder, shifts: ShiftDirections, data: TrainingData, pool: ResidualPool,
+                   latents: np.ndarray, channel: str, seed: int) -> dict[str, list[float]]:
+    """Each statistic's world mean at α ∈ :data:`ALPHAS` along ``channel``, in train-spread
+    units (common bootstrap draw across α, so only the shift differs)."""
+    w = model.config.window
+    spreads = stat_spreads(data, w)
+    src = bootstrap_days(pool.n_days, np.random.default_rng(seed))
+    out: dict[str, list[float]] = {k: [] for k in spreads}
+    for a in ALPHAS:
+        st = world_statistics(make_world(model, decoder, shifts, data, pool, latents, channel, a, src), w)
+        for k in out:
+            out[k].append(st[k] / spreads[k])
+    return out

@@ -1,0 +1,105 @@
+"""Shift channels: four directions in the JEPA latent space (DESIGN §7), numpy only.
+
+For each channel a statistic of a window of daily log returns r (W days, N stocks):
+
+================  ===========================================================================
+``volatility``    median across stocks of std(r) (the volatility regime)
+``correlation``   mean off-diagonal correlation of r
+``trend``         the equal-weight market's log return over the window (the "trend flip"
+                  world shifts it down)
+``dispersion``    cross-sectional std of the stocks' window log returns divided by the
+                  median std(r)·√W (dispersion between stocks, in units of their own noise,
+                  so it is not the volatility regime again)
+================  ===========================================================================
+
+Direction of a channel = mean latent (all stocks' latents of a window, flattened to N·D) of
+the train windows in the top third by the statistic minus the mean over the bottom third.
+The four are Gram–Schmidt orthogonalised in :data:`SHIFT_ORDER` (the regime channels
+first) and normalised; a channel's *spread* is the std over train windows of the latents'
+projection on its unit direction, so a shift of size α moves every window's latent by
+α·spread along the direction — α in units of the train-window spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .geometry import geometry_of_windows
+
+__all__ = ["SHIFT_ORDER", "ShiftDirections", "shift", "window_statistics"]
+
+#: Channels in Gram–Schmidt order.
+SHIFT_ORDER: tuple[str, ...] = ("volatility", "correlation", "trend", "dispersion")
+
+
+def window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
+    """The four channel statistics (module doc) of (K, W, N) return windows, each (K,)."""
+    w = r.shape[1]
+    sd = r.std(axis=1, ddof=1)  # (K, N)
+    cum = r.sum(axis=1)
+    med = np.median(sd, axis=1)
+    return {
+        "volatility": med,
+        "correlation": geometry_of_windows(r)[:, 0],
+        "trend": cum.mean(axis=1),
+        "dispersion": cum.std(axis=1) / (med * np.sqrt(w)),
+    }
+
+
+@dataclass(frozen=True)
+class ShiftDirections:
+    """Unit directions (4, N·D), spreads (4,) and the latent shape (N, D)."""
+
+    names: tuple[str, ...]
+    directions: np.ndarray
+    spreads: np.ndarray
+    raw_cosines: np.ndarray  # cosine between the raw (pre Gram–Schmidt) directions
+
+    @classmethod
+    def fit(cls, latents: np.ndarray, stats: dict[str, np.ndarray],
+            order: tuple[str, ...] = SHIFT_ORDER) -> ShiftDirections:
+        """Directions from (K, N, D) train-window latents and their statistics (module doc)."""
+        k = latents.shape[0]
+        flat = latents.reshape(k, -1)
+        raw = []
+        for name in order:
+            s = stats[name]
+            lo, hi = np.quantile(s, [1 / 3, 2 / 3])
+            raw.append(flat[s >= hi].mean(axis=0) - flat[s <= lo].mean(axis=0))
+        raw_a = np.array(raw)
+        unit_raw = raw_a / np.linalg.norm(raw_a, axis=1, keepdims=True)
+        basis: list[np.ndarray] = []
+        for v in raw_a:
+            u = v.copy()
+            for b in basis:
+                u -= (u @ b) * b
+            basis.append(u / np.linalg.norm(u))
+        d = np.array(basis)
+        spreads = (flat - flat.mean(axis=0)) @ d.T
+        return cls(tuple(order), d, spreads.std(axis=0), unit_raw @ unit_raw.T)
+
+    def index(self, name: str) -> int:
+        """Row of channel ``name``; ``ValueError`` naming the known channels otherwise."""
+        if name not in self.names:
+            raise ValueError(f"unknown shift channel {name!r}; expected one of {list(self.names)}")
+        return self.names.index(name)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays for a checkpoint (names as a str array)."""
+        return {"shift_names": np.array(self.names), "shift_directions": self.directions,
+                "shift_spreads": self.spreads, "shift_raw_cosines": self.raw_cosines}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> ShiftDirections:
+        """Inverse of :meth:`to_arrays`."""
+        return cls(tuple(str(x) for x in a["shift_names"]), np.asarray(a["shift_directions"]),
+                   np.asarray(a["shift_spreads"]), np.asarray(a["shift_raw_cosines"]))
+
+
+def shift(latents: np.ndarray, dirs: ShiftDirections, name: str, alpha: float) -> np.ndarray:
+    """(K, N, D) latents moved by ``alpha`` train spreads along channel ``name``."""
+    i = dirs.index(name)
+    step = alpha * dirs.spreads[i] * dirs.directions[i]
+    return latents + step.reshape(latents.shape[1:])[None]

@@ -1,0 +1,251 @@
+"""``gymkit jepa train`` and ``gymkit jepa worlds``: the offline JEPA pipeline (needs torch).
+
+* ``train``: phase 1 (JEPA), phase 2 (parameter decoder), shift directions; writes the
+  checkpoint (:mod:`.checkpoint`) with config, data fingerprint and weights sha256.
+* ``worlds``: loads a checkpoint, decodes the four stress worlds (:data:`WORLD_TABLE`),
+  runs every gate (:mod:`.gates`) and writes the kept worlds plus a manifest with every
+  figure and the dropped worlds' reasons.
+
+Both read the train window of the embedded default market by default (``--market PATH``
+for a panel file, cut at the default split's train end).  Scoring never runs this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gymkit.data.panel import Panel
+from gymkit.data.splits import DEFAULT_SPLIT, Split
+
+__all__ = ["build_worlds", "configure", "run", "train_checkpoint"]
+
+SHIPPED_CHECKPOINT = "us46_jepa.npz"
+WORLD_SEED = 20250821
+
+
+def _train_panel(path: str | None, split: Split = DEFAULT_SPLIT) -> Panel:
+    from gymkit.data import default_market, load_panel
+
+    return split.train(default_market() if path is None else load_panel(path))
+
+
+def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int | None = None,
+                     seed: int | None = None, threads: int = 2, device: str = "cpu",
+                     progress: bool = True, decoder_steps: int = 2000) -> dict:
+    """Train on ``panel`` (the train window) and write the checkpoint to ``out``; returns its meta.
+
+    ``config``: a :class:`~gymkit.jepa.model.JEPAConfig` (default: the shipped one);
+    ``epochs``/``seed`` override its fields."""
+    import dataclasses
+
+    import torch
+
+    from .checkpoint import read_meta, save_checkpoint
+    from .generate import fit_shifts
+    from .model import JEPAConfig
+    from .training import prepare, train_decoder, train_jepa
+
+    cfg = JEPAConfig() if config is None else config
+    if epochs is not None:
+        cfg = dataclasses.replace(cfg, epochs=int(epochs))
+    if seed is not None:
+        cfg = dataclasses.replace(cfg, seed=int(seed))
+    t0 = time.perf_counter()
+    data = prepare(panel, cfg)
+    model, history = train_jepa(data, cfg, threads=threads, device=device, progress=progress)
+    t1 = time.perf_counter()
+    dec = train_decoder(model, data, steps=decoder_steps)
+    shifts = fit_shifts(model, data)
+    t2 = time.perf_counter()
+    # wall-clock times are returned, not stored: the file must be byte-identical across runs
+    meta = {"history": [{k: v for k, v in h.items() if k != "seconds"} for h in history],
+            "threads": threads, "device": device, "torch": torch.__version__,
+            "n_trainable": model.n_trainable()}
+    save_checkpoint(out, model, dec, shifts, data.scales, panel.fingerprint, meta)
+    return {**read_meta(out), "seconds": {"jepa": round(t1 - t0, 1),
+                                          "decoder_and_shifts": round(t2 - t1, 1)},
+            "epoch_seconds": [round(h["seconds"], 1) for h in history]}
+
+
+def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, seed: int = WORLD_SEED,
+                 prefix: str = "us46", ranking: bool = True, log=sys.stderr) -> dict:
+    """Decode, gate and save the stress worlds of ``checkpoint`` for train panel ``panel``.
+
+    Writes ``<prefix>_world_<name>.npz`` for each kept world and ``<prefix>_worlds.json``
+    (manifest, every gate figure); returns the manifest.
+    """
+    import torch
+
+    from gymkit.data.default import save_market
+    from gymkit.verifiers.costs import TrainCosts
+    from gymkit.verifiers.cpcv import CPCV
+    from gymkit.verifiers.windows import BURN_IN
+
+    from . import gates
+    from .checkpoint import load_checkpoint
+    from .decoder import ResidualPool, bootstrap_days
+    from .generate import WORLD_TABLE, make_world, shift_response, tile_latents, world_statistics
+    from .ranking import auc_with_bootstrap, label_formulas
+    from .training import prediction_losses, prepare
+    from .worlds import file_sha256, world_score
+
+    torch.set_num_threads(1)
+    ck = load_checkpoint(checkpoint)
+    if ck.meta["data_fingerprint"] != panel.fingerprint:
+        raise ValueError("the checkpoint was trained on another train panel "
+                         f"({ck.meta['data_fingerprint'][:12]} != {panel.fingerprint[:12]})")
+    model, dec, shifts = ck.model, ck.decoder, ck.shifts
+    data = prepare(panel, model.config)
+    out_dir = Path(out_dir)
+    w = model.config.window
+    pool = ResidualPool.build(data.arrays, w)
+    latents = tile_latents(model, data)
+    vp, vb = prediction_losses(model, data, data.val_starts)
+    global_gates = {
+        "collapse": gates.collapse_figures(latents),
+        "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
+    }
+    base_world = make_world(model, dec, shifts, data, pool, latents, None, 0.0,
+                            bootstrap_days(pool.n_days, np.random.default_rng(seed - 1)))
+    global_gates["decode"] = gates.decode_gate(base_world.to_panel(), panel)
+    print("jepa worlds: global gates done", file=log, flush=True)
+
+    costs, cv = TrainCosts(), CPCV()
+    labelled = label_formulas(panel, DEFAULT_SPLIT, costs, cv, BURN_IN) if ranking else []
+    from gymkit.dsl import parse
+
+    base_scores = np.array([x.cpcv for x in labelled])
+    worlds_out = []
+    base_stats = world_statistics(_arrays_of(panel), w)
+    for i, spec in enumerate(WORLD_TABLE):
+        src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i))
+        arrays = make_world(model, dec, shifts, data, pool, latents, spec.channel, spec.alpha, src)
+        wp = arrays.to_panel()
+        response = shift_response(model, dec, shifts, data, pool, latents, spec.channel, seed + 100)
+        sg = gates.shift_gate(response, spec.channel)
+        entry: dict = {"name": spec.name, "channel": spec.channel, "alpha": spec.alpha,
+                       "bootstrap_seed": seed + i, "fingerprint": wp.fingerprint,
+                       "shift_gate": {**sg, "response": response},
+                       "summary": {"world": world_statistics(arrays, w), "base": base_stats,
+                                   "facts": gates.decode_facts(wp)}}
+        if labelled:
+            ws = np.array([world_score(parse(x.formula), wp, DEFAULT_SPLIT, costs, cv, BURN_IN, None)
+                           for x in labelled])
+            entry["drops"] = np.maximum(0.0, base_scores - ws).tolist()
+        worlds_out.append((entry, arrays))
+        print(f"jepa worlds: {spec.name} decoded", file=log, flush=True)
+
+    ranking_fig = {}
+    if labelled:
+        fr = np.array([x.label == "fragile" for x in labelled])
+        static = np.array([x.family == "static" for x in labelled])
+        mean_drop = np.mean([e["drops"] for e, _ in worlds_out], axis=0)
+        for e, _ in worlds_out:
+            d = np.array(e["drops"])
+            auc, lo, hi = auc_with_bootstrap(d[fr], d[~fr])
+            e["ranking_gate"] = _ranking_gate(auc, lo, hi, d, fr, static)
+        auc, lo, hi = auc_with_bootstrap(mean_drop[fr], mean_drop[~fr])
+        ranking_fig = {"n_fragile": int(fr.sum()), "n_robust": int((~fr).sum()),
+                       "n_static": int(static.sum()),
+                       "mean_over_worlds": _ranking_gate(auc, lo, hi, mean_drop, fr, static)}
+    manifest_worlds = []
+    # Worlds are dropped by the gates on what they are: the unshifted decode, their shift and
+    # their ranking.  The collapse and predictor gates judge the model and are reported.
+    global_ok = all(v["ok"] for v in global_gates["decode"].values())
+    for e, arrays in worlds_out:
+        reasons = []
+        if not global_ok:
+            reasons.append("unshifted decode gate failed")
+        if not e["shift_gate"]["ok"]:
+            reasons.append("shift gate failed")
+        if "ranking_gate" in e and not e["ranking_gate"]["ok"]:
+            reasons.append("ranking gate failed")
+        e["kept"] = not reasons
+        e["dropped_because"] = reasons
+        e.pop("drops", None)
+        if e["kept"]:
+            path = out_dir / f"{prefix}_world_{e['name']}.npz"
+            save_market(arrays, path, seed=e["bootstrap_seed"])
+            e["file"] = path.name
+            e["sha256"] = file_sha256(path)
+        manifest_worlds.append(e)
+    manifest = {
+        "format": "gymkit-stress-worlds-v1", "train_fingerprint": panel.fingerprint,
+        "checkpoint": {"file": Path(checkpoint).name, "sha256": file_sha256(checkpoint),
+                       "weights_sha256": ck.meta["weights_sha256"]},
+        "seed": seed, "block_days": 63, "global_gates": global_gates, "ranking": ranking_fig,
+        "labelled": [x.__dict__ for x in labelled], "worlds": manifest_worlds,
+    }
+    (out_dir / f"{prefix}_worlds.json").write_text(
+        json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _json_default(o: object) -> object:
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _arrays_of(panel: Panel):
+    from gymkit.data.default import MarketArrays
+
+    c = np.rint(panel.close * 100).astype(np.int64)
+    return MarketArrays(panel.dates, panel.tickers, (), (), c, c, c, c, c, c)
+
+
+def _ranking_gate(auc: float, lo: float, hi: float, drops: np.ndarray, fragile: np.ndarray,
+                  static: np.ndarray) -> dict:
+    from . import gates
+
+    robust_mean = float(drops[~fragile].mean())
+    static_mean = float(drops[static].mean()) if static.any() else float("nan")
+    ratio = static_mean / robust_mean if robust_mean > 0 else float("inf")
+    ok = (lo > gates.AUC_LOWER_FLOOR and int(fragile.sum()) >= gates.MIN_PER_CLASS
+          and int((~fragile).sum()) >= gates.MIN_PER_CLASS and ratio >= gates.STATIC_TO_ROBUST_MIN)
+    return {"auc": auc, "auc_lo": lo, "auc_hi": hi, "fragile_mean_drop": float(drops[fragile].mean()),
+            "robust_mean_drop": robust_mean, "static_mean_drop": static_mean,
+            "static_to_robust": ratio, "ok": bool(ok)}
+
+
+# ------------------------------------------------------------------------------- CLI
+def configure(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit jepa``: ``train`` / ``worlds`` sub-actions."""
+    from .worlds import SHIPPED_DIR
+
+    p.add_argument("action", choices=("train", "worlds"), help="train the JEPA or build its worlds")
+    p.add_argument("--market", default=None, help="panel file (default: the embedded market)")
+    p.add_argument("--checkpoint", default=str(SHIPPED_DIR / SHIPPED_CHECKPOINT),
+                   help="checkpoint to write (train) or read (worlds)")
+    p.add_argument("--out", default=str(SHIPPED_DIR), help="folder for worlds and manifest")
+    p.add_argument("--epochs", type=int, default=None, help="training epochs (default: config)")
+    p.add_argument("--seed", type=int, default=None, help="training seed / world seed")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``gymkit jepa``."""
+    panel = _train_panel(args.market)
+    if args.action == "train":
+        t0 = time.perf_counter()
+        meta = train_checkpoint(panel, args.checkpoint, epochs=args.epochs, seed=args.seed,
+                                threads=args.threads, device=args.device, progress=not args.quiet)
+        last = meta["history"][-1]
+        print(f"checkpoint {args.checkpoint}: {meta['n_trainable']} parameters, "
+              f"{time.perf_counter() - t0:.0f}s ({meta['seconds']}), val {last['val_pred']:.4f} vs persistence "
+              f"{last['val_persist']:.4f}, weights sha256 {meta['weights_sha256'][:16]}")
+        return 0
+    man = build_worlds(args.checkpoint, panel, args.out,
+                       seed=WORLD_SEED if args.seed is None else args.seed)
+    for wd in man["worlds"]:
+        status = "kept" if wd["kept"] else "DROPPED (" + "; ".join(wd["dropped_because"]) + ")"
+        print(f"world {wd['name']:12s} {status}")
+    return 0

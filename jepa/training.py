@@ -1,0 +1,235 @@
+"""Training of the JEPA (phase 1) and of its parameter decoder (phase 2), on the train panel only.
+
+Samples are pairs of consecutive windows of W = 126 return days: the context window at
+start s (masked: 25% of stock-day cells in 8-day spans) and the next window at s + W (the
+target, unmasked, through the EMA encoder).  The last ``val_days`` (504) return days of the
+train panel are never a training target: pairs whose next window reaches into them are the
+*late-train* validation pairs of the predictor-vs-persistence gate.
+
+Determinism: one ``numpy.random.Generator(PCG64(seed))`` draws the batch order and the masks;
+``torch.manual_seed(seed)`` the initial weights; ``torch.use_deterministic_algorithms(True)``
+and a fixed thread count — the same seed, data and thread count give byte-identical weights
+on CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from gymkit.data.panel import Panel
+
+from .features import (
+    FeatureScales,
+    MarketArraysF,
+    day_features,
+    market_arrays,
+    window_batch,
+    window_params,
+)
+from .geometry import geometry_of_windows
+from .model import JEPA, JEPAConfig, ParamDecoder, apply_mask, ema_momentum, jepa_loss, make_masks
+
+__all__ = ["TrainingData", "encode", "prediction_losses", "prepare", "train_decoder", "train_jepa"]
+
+
+@dataclass
+class TrainingData:
+    """Everything training reads, computed once from the train panel."""
+
+    panel: Panel
+    arrays: MarketArraysF
+    scales: FeatureScales
+    feats: np.ndarray  # (D, N, 6) float32
+    fit_starts: np.ndarray  # context starts of training pairs
+    val_starts: np.ndarray  # context starts of late-train validation pairs
+    geom: np.ndarray  # (D - 2W + 1, 9) standardised next-window geometry by context start (0 = unused)
+    geom_mean: np.ndarray
+    geom_std: np.ndarray
+
+    @property
+    def n_days(self) -> int:
+        """Number of return days."""
+        return int(self.feats.shape[0])
+
+
+def prepare(panel: Panel, c: JEPAConfig) -> TrainingData:
+    """Features, pair starts and geometry targets of ``panel`` (the train panel)."""
+    m = market_arrays(panel)
+    scales = FeatureScales.fit(m)
+    feats = day_features(m, scales)
+    d, w = feats.shape[0], c.window
+    if d < 2 * w + c.val_days + 10 * c.stride:
+        raise ValueError(f"the JEPA needs at least {2 * w + c.val_days + 10 * c.stride} train "
+                         f"days, got {d}")
+    fit_end = d - c.val_days  # next windows of training pairs end before this day
+    fit_starts = np.arange(0, fit_end - 2 * w + 1, c.stride, dtype=np.int64)
+    val_starts = np.arange(fit_end - w, d - 2 * w + 1, c.stride, dtype=np.int64)
+    r = np.diff(m.log_close, axis=0)
+    used = np.union1d(fit_starts, val_starts)
+    # geometry of the next window (drift against the context window): interleave (ctx, next)
+    idx = used[:, None] + np.arange(w)[None, :]
+    pairs = np.stack([r[idx], r[idx + w]], axis=1).reshape(-1, w, r.shape[1])
+    geom = np.zeros((d - 2 * w + 1, 9))
+    geom[used] = geometry_of_windows(pairs)[1::2]
+    gm, gs = geom[fit_starts].mean(axis=0), geom[fit_starts].std(axis=0)
+    return TrainingData(panel, m, scales, feats, fit_starts, val_starts, (geom - gm) / gs, gm, gs)
+
+
+def _batch(data: TrainingData, starts: np.ndarray, c: JEPAConfig, mask: np.ndarray | None,
+           device: str) -> torch.Tensor:
+    x = apply_mask(window_batch(data.feats, starts, c.window), mask)
+    return torch.from_numpy(x).to(device)
+
+
+def set_determinism(threads: int) -> None:
+    """Deterministic torch on a fixed number of CPU threads."""
+    torch.set_num_threads(int(threads))
+    torch.use_deterministic_algorithms(True)
+
+
+def train_jepa(data: TrainingData, c: JEPAConfig, *, threads: int = 1, device: str = "cpu",
+               progress: bool = True, log=sys.stderr) -> tuple[JEPA, list[dict[str, float]]]:
+    """Train phase 1 (module doc); returns the model (on CPU) and the per-epoch history.
+
+    History rows: epoch, mean train losses (total, pred, var, cov, aux), late-train
+    validation prediction loss ``val_pred`` and the persistence baseline ``val_persist``.
+    """
+    set_determinism(threads)
+    torch.manual_seed(c.seed)
+    rng = np.random.default_rng(c.seed)
+    model = JEPA(c).to(device)
+    pred_params = list(model.predictor.parameters())
+    other = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("predictor.")]
+    opt = torch.optim.AdamW([{"params": other, "weight_decay": c.weight_decay},
+                             {"params": pred_params, "weight_decay": c.pred_weight_decay}], lr=c.lr)
+    per_epoch = math.ceil(data.fit_starts.size / c.batch)
+    total = c.epochs * per_epoch
+    warm = max(1, total // 20)
+    history: list[dict[str, float]] = []
+    step = 0
+    t0 = time.perf_counter()
+    for epoch in range(c.epochs):
+        order = data.fit_starts[rng.permutation(data.fit_starts.size)]
+        sums: dict[str, float] = {}
+        model.train()
+        for b in range(per_epoch):
+            s = order[b * c.batch : (b + 1) * c.batch]
+            lr = c.lr * min(1.0, (step + 1) / warm) * 0.5 * (1 + math.cos(math.pi * step / total))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            mask = make_masks(rng, s.size, data.feats.shape[1], c)
+            x_ctx = _batch(data, s, c, mask, device)
+            x_next = _batch(data, s + c.window, c, None, device)
+            geom = torch.from_numpy(data.geom[s].astype(np.float32)).to(device)
+            loss, parts = jepa_loss(model, x_ctx, x_next, geom)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            model.ema_update(ema_momentum(step, total, c))
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + v / per_epoch
+            step += 1
+        vp, vb = prediction_losses(model, data, data.val_starts, device=device)
+        row = {"epoch": epoch + 1, **sums, "val_pred": vp, "val_persist": vb,
+               "seconds": time.perf_counter() - t0}
+        history.append(row)
+        if progress:
+            print(f"\rjepa epoch {epoch + 1}/{c.epochs}  loss {sums['total']:.4f}  pred "
+                  f"{sums['pred']:.4f}  aux {sums['aux']:.3f}  val {vp:.4f} vs persistence {vb:.4f}"
+                  f"  [{row['seconds']:.0f}s]", end="\n" if epoch + 1 == c.epochs else "",
+                  file=log, flush=True)
+    return model.to("cpu").eval(), history
+
+
+@torch.no_grad()
+def prediction_losses(model: JEPA, data: TrainingData, starts: np.ndarray, *,
+                      device: str = "cpu") -> tuple[float, float]:
+    """(predictor, persistence) smooth-L1 losses against the layer-normed next-window targets.
+
+    The predictor reads the unmasked context window; persistence predicts the next window's
+    target latent by the current window's.
+    """
+    c = model.config
+    model.eval()
+    pred_sum = pers_sum = 0.0
+    for lo in range(0, starts.size, 64):
+        s = starts[lo : lo + 64]
+        x_ctx = _batch(data, s, c, None, device)
+        x_next = _batch(data, s + c.window, c, None, device)
+        tgt = F.layer_norm(model.target(x_next), (c.latent,))
+        cur = F.layer_norm(model.target(x_ctx), (c.latent,))
+        pred = model.predictor(model.encoder(x_ctx))
+        pred_sum += float(F.smooth_l1_loss(pred, tgt, reduction="sum"))
+        pers_sum += float(F.smooth_l1_loss(cur, tgt, reduction="sum"))
+    n = starts.size * data.feats.shape[1] * c.latent
+    model.train()
+    return pred_sum / n, pers_sum / n
+
+
+@torch.no_grad()
+def encode(model: JEPA, data: TrainingData, starts: np.ndarray) -> np.ndarray:
+    """(K, N, D) float64 frozen latents (target encoder) of the unmasked windows at ``starts``."""
+    c = model.config
+    model.eval()
+    out = [model.encode(_batch(data, starts[lo : lo + 64], c, None, "cpu")).double().numpy()
+           for lo in range(0, starts.size, 64)]
+    return np.concatenate(out, axis=0)
+
+
+@dataclass
+class DecoderFit:
+    """A fitted parameter decoder with its target standardisation and fit figures."""
+
+    net: ParamDecoder
+    mean: np.ndarray  # (N, 5) per-stock train mean of each parameter (the baseline)
+    std: np.ndarray  # (5,) std of the deviations from it
+    r2: dict[str, float]
+
+    @torch.no_grad()
+    def __call__(self, latents: np.ndarray) -> np.ndarray:
+        """(K, N, D) latents → (K, N, 5) parameters in model units (stock baseline + deviation)."""
+        z = torch.from_numpy(np.ascontiguousarray(latents, dtype=np.float32))
+        return self.net(z).double().numpy() * self.std + self.mean
+
+
+def train_decoder(model: JEPA, data: TrainingData, *, steps: int = 2000, stride: int = 7,
+                  seed: int | None = None) -> DecoderFit:
+    """Phase 2: fit :class:`ParamDecoder` on frozen latents of windows at ``stride`` (all train),
+    Adam on mini-batches of 32 windows; targets are deviations from each stock's train mean.
+    Reports the in-sample R² of the deviations per parameter."""
+    from .features import PARAM_NAMES
+
+    c = model.config
+    torch.manual_seed(c.seed + 1 if seed is None else seed)
+    starts = np.arange(0, data.n_days - c.window + 1, stride, dtype=np.int64)
+    z = torch.from_numpy(encode(model, data, starts).astype(np.float32))
+    y = window_params(data.arrays, starts, c.window, data.scales)
+    # per-stock baselines keep each stock's own beta, vol and volume level exactly (a pooled
+    # regression shrinks betas together and flattens the spread of pairwise correlations);
+    # the network decodes the window's deviation from them
+    mean = y.mean(axis=0)
+    std = (y - mean).reshape(-1, y.shape[-1]).std(axis=0)
+    yt = torch.from_numpy(((y - mean) / std).astype(np.float32))
+    net = ParamDecoder(c, y.shape[-1])
+    opt = torch.optim.Adam(net.parameters(), lr=3e-3)
+    rng = np.random.default_rng(c.seed + 2)
+    for k in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = 3e-3 * 0.5 * (1 + math.cos(math.pi * k / steps))
+        rows = torch.from_numpy(rng.choice(starts.size, size=min(32, starts.size), replace=False))
+        loss = F.mse_loss(net(z[rows]), yt[rows])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    net.eval()
+    with torch.no_grad():
+        err = ((net(z) - yt) ** 2).mean(dim=(0, 1)).numpy()
+    r2 = {n: float(1.0 - e) for n, e in zip(PARAM_NAMES, err, strict=True)}
+    return DecoderFit(net, mean, std, r2)

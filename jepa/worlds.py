@@ -1,0 +1,103 @@
+"""Stress worlds on disk and their use in scoring (numpy only: this module never imports torch).
+
+A world is a complete train-window panel (the train panel's dates, tickers, sectors and
+shares outstanding; decoded prices and volumes) stored like the default market, in exact
+cents and whole shares (:func:`gymkit.data.default.save_market`).  A manifest
+(``<prefix>_worlds.json``) lists every generated world with its channel, shift size, file
+sha256, panel fingerprint, gate figures and whether it was kept; only kept worlds are read.
+
+:func:`load_stress_worlds` returns the kept worlds of a manifest after checking that they were
+generated from the very train panel the environment scores on (data fingerprint) and that
+every file's sha256 matches.  :func:`world_score` re-scores a formula in one world with the
+environment's costs and CPCV (the evaluator cache is keyed by panel fingerprint, so
+sub-expressions are reused per world).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gymkit.data.default import load_market
+from gymkit.data.panel import Panel
+from gymkit.data.splits import Split
+from gymkit.dsl.ast import Node
+from gymkit.dsl.cache import EvalCache
+from gymkit.dsl.evaluator import evaluate
+from gymkit.verifiers.cpcv import CPCV
+from gymkit.verifiers.oracle import backtest
+
+__all__ = ["SHIPPED_DIR", "SHIPPED_MANIFEST", "StressWorld", "file_sha256", "load_stress_worlds",
+           "read_manifest", "world_score"]
+
+#: Where the shipped checkpoint, worlds and manifest live (package data of gymkit.jepa).
+SHIPPED_DIR: Path = Path(__file__).resolve().parent
+#: Manifest of the worlds shipped for ``us46-default``.
+SHIPPED_MANIFEST: Path = SHIPPED_DIR / "us46_worlds.json"
+
+
+@dataclass(frozen=True)
+class StressWorld:
+    """One loaded stress world: its name, shift channel and size, and its panel."""
+
+    name: str
+    channel: str
+    alpha: float
+    panel: Panel
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 hex digest of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def read_manifest(spec: str | Path) -> tuple[dict, Path]:
+    """Read a worlds manifest: ``'default'`` (the shipped one) or a path; returns (dict, folder)."""
+    path = SHIPPED_MANIFEST if str(spec) == "default" else Path(spec)
+    if not path.is_file():
+        raise FileNotFoundError(f"stress-world manifest not found: {path}")
+    return json.loads(path.read_text(encoding="utf-8")), path.parent
+
+
+def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
+    """Kept worlds of manifest ``spec`` for the train panel ``train`` (module doc).
+
+    Raises ``ValueError`` when the worlds were generated from another train panel, a file's
+    sha256 differs from the manifest, or no world was kept; ``FileNotFoundError`` for a
+    missing file.
+    """
+    man, folder = read_manifest(spec)
+    if man.get("train_fingerprint") != train.fingerprint:
+        raise ValueError(f"stress worlds {spec!r} were generated for train panel "
+                         f"{str(man.get('train_fingerprint'))[:12]}, not this one "
+                         f"({train.fingerprint[:12]})")
+    out = []
+    for w in man["worlds"]:
+        if not w.get("kept"):
+            continue
+        path = folder / w["file"]
+        if not path.is_file():
+            raise FileNotFoundError(f"stress world file missing: {path}")
+        if file_sha256(path) != w["sha256"]:
+            raise ValueError(f"stress world file {path.name} does not match its manifest sha256")
+        arrays = load_market(path)
+        panel = arrays.to_panel()
+        if not (np.array_equal(panel.dates, train.dates) and panel.tickers == train.tickers):
+            raise ValueError(f"stress world {w['name']} does not cover the train panel's "
+                             "dates and tickers")
+        out.append(StressWorld(w["name"], w["channel"], float(w["alpha"]), panel))
+    if not out:
+        raise ValueError(f"stress worlds {spec!r}: every world was dropped by its gates")
+    return out
+
+
+def world_score(expr: Node, world: Panel, split: Split, costs: object, cpcv: CPCV,
+                burn_in: int, cache: EvalCache | None) -> float:
+    """CPCV score of formula ``expr`` re-scored in ``world`` (train mode, the given costs)."""
+    values = evaluate(expr, world, cache=cache)
+    bt = backtest(values, world, split, "train", costs, cpcv=cpcv, burn_in=burn_in)  # type: ignore[arg-type]
+    return float(bt.cpcv.score)

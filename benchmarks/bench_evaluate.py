@@ -29,7 +29,7 @@ from gymkit.dsl import node_count, parse  # noqa: E402
 from gymkit.dsl.cache import EvalCache  # noqa: E402
 from gymkit.dsl.errors import DSLError  # noqa: E402
 from gymkit.dsl.evaluator import evaluate  # noqa: E402
-from gymkit.dsl.kernels import mul, ts_mean  # noqa: E402
+from gymkit.dsl.kernels import KERNELS, mul, ts_mean  # noqa: E402
 
 SEEDS = ["rank(ts_max(volume / vwap, 11) / ts_mean(close, 21))",
          "rank(ts_std(volume / (high - low), 34))"]
@@ -107,8 +107,33 @@ def bench_bandwidth(panel, repeat: int) -> list[str]:
         f"the arrays fit in cache, so the bound is DRAM, not the cache level they live in)",
         f"- evaluate('close * volume') incl. parse/checks: {t_eval * 1e6:.0f} µs",
         f"- kernel ts_mean(close, 10): 2 × {nbytes / 2**20:.2f} MiB in {t_mean * 1e6:.0f} µs = "
-        f"{2 * nbytes / t_mean / 1e9:.1f} GB/s ({2 * nbytes / t_mean / bw:.0%}; latency-bound "
-        f"running sum, one column at a time)", ""]
+        f"{2 * nbytes / t_mean / 1e9:.1f} GB/s ({2 * nbytes / t_mean / bw:.0%}; compute-bound "
+        f"running sum with per-stock re-anchoring, row-major)", ""]
+
+
+KERNEL_CASES = [
+    ("ts_sum(close, 10)", "ts_sum", ("close", 10)), ("ts_mean(close, 21)", "ts_mean", ("close", 21)),
+    ("ts_std(volume, 34)", "ts_std", ("volume", 34)), ("ts_skew(close, 20)", "ts_skew", ("close", 20)),
+    ("ts_corr(close, volume, 10)", "ts_corr", ("close", "volume", 10)),
+    ("ts_cov(close, volume, 10)", "ts_cov", ("close", "volume", 10)),
+    ("ts_slope(close, 10)", "ts_slope", ("close", 10)),
+    ("ts_max(volume, 3)", "ts_max", ("volume", 3)), ("ts_max(volume, 11)", "ts_max", ("volume", 11)),
+    ("ts_argmax(close, 10)", "ts_argmax", ("close", 10)), ("ts_max(close, 60)", "ts_max", ("close", 60)),
+    ("ts_rank(close, 10)", "ts_rank", ("close", 10)), ("ts_rank(close, 60)", "ts_rank", ("close", 60)),
+    ("rank(close)", "rank", ("close",)), ("ts_decay_linear(close, 10)", "ts_decay_linear", ("close", 10)),
+    ("ts_product(close, 10)", "ts_product", ("close", 10)), ("ts_ema(close, 10)", "ts_ema", ("close", 10)),
+    ("ts_delta(close, 1)", "ts_delta", ("close", 1)), ("mul(close, volume)", "mul", ("close", "volume")),
+]
+
+
+def bench_kernels(panel, repeat: int) -> list[str]:
+    """Warm median of single kernels on the panel's fields."""
+    lines = ["### Single kernels (warm median)", "", "| kernel | ms |", "|---|---|"]
+    for label, op, args in KERNEL_CASES:
+        real = [panel.field(a) if isinstance(a, str) else a for a in args]
+        t = _median_time(lambda op=op, real=real: KERNELS[op](*real), repeat * 7)
+        lines.append(f"| {label} | {t * 1e3:.3f} |")
+    return [*lines, ""]
 
 
 _COLD = ("import time; t=time.perf_counter(); from gymkit.dsl.evaluator import evaluate; "
@@ -141,6 +166,8 @@ def main() -> None:
     out = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
            f"Python {platform.python_version()}, numpy {np.__version__}; "
            f"command: `{' '.join(['.venv/bin/python', *sys.argv])}`", ""]
+    out.append(f"load average at start: {os.getloadavg()[0]:.2f}")
+    out += bench_kernels(market, args.repeat)
     out += bench_panel("default market", market, args.repeat, args.ref_repeat)
     if not args.skip_real:
         from gymkit.data import real_panel
@@ -151,6 +178,7 @@ def main() -> None:
     out += bench_bandwidth(market, args.repeat)
     if not args.skip_cold:
         out += bench_cold()
+    out.append(f"load average at end: {os.getloadavg()[0]:.2f}")
     print("\n".join(out))
 
 

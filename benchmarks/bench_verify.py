@@ -87,8 +87,14 @@ def main() -> None:
             ratios.append(pd_ms / ours)
             ours_all.append(ours)
             print(f"{formula:45s} {mode:8s} {ours:11.3f} {p10:9.3f} {pd_ms:10.1f} {pd_ms / ours:7.0f}x")
-    res = backtest(np.array(evaluate(FORMULAS[0], panel)), panel)
-    print("phase timings of one train call (ms):", {k: round(v * 1e3, 3) for k, v in res.timings.items()})
+    v0 = np.array(evaluate(FORMULAS[0], panel))
+    phases: dict[str, list[float]] = {}
+    for _ in range(args.reps):
+        for k, t in backtest(v0, panel).timings.items():
+            phases.setdefault(k, []).append(t)
+    print(f"phase timings of a train call, median of {args.reps} (ms):",
+          {k: round(statistics.median(t) * 1e3, 3) for k, t in phases.items()})
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print(f"overall: median of medians {statistics.median(ours_all):.3f} ms, "
           f"ratio vs pandas median {statistics.median(ratios):.0f}x (min {min(ratios):.0f}x)")
 

@@ -67,8 +67,16 @@ sooner whenever the terms pushed through the sums since the anchor exceed 64x th
 window's own sum of |x - k| (of (x - k)² for moments) -- after a jump, a huge outlier
 leaving the window, or a volatile spell: an amortised O(1) per row with no catastrophic cancellation on price-level inputs
 (close ~ 500, tiny variance) and rounding bounded by the window, not by history.  Max,
-min, argmax, argmin use a monotonic deque, ts_rank a sorted window buffer, ts_product
-block prefix/suffix products (van Herk/Gil-Werman), all O(1) or O(d) memmove per row.
+min, argmax, argmin scan short windows (d <= 4) and use block prefix/suffix extremes
+(van Herk/Gil-Werman, O(1) amortised) for longer ones, ts_product block products, ts_rank
+a direct count of the window (exact integers; O(d) but vectorised across stocks).
+
+Speed design: the time-series engines sweep the (T, N) arrays row by row with each
+stock's state in length-N arrays (contiguous memory, independent stocks), except
+cov/corr/slope, which measured faster as one loop per column.  Every stock sees the same
+floating-point operations in the same order as a column-at-a-time loop, so the results
+are the same bits as the earlier column engines.  All loops are serial: no threads (on a
+shared 2-core box a prange rank was 0.47 ms at best but 20 ms median under load).
 """
 
 from __future__ import annotations
@@ -79,11 +87,11 @@ from collections.abc import Callable
 import numpy as np
 from numba import guvectorize, njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS"]
+__all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
-_NJIT = {"cache": True, "nogil": True}
+_NJIT = {"cache": True, "nogil": True, "error_model": "numpy"}  # no ZeroDivisionError checks: lets LLVM vectorise divisions
 
 
 # ============================================================== shared scalar helpers
@@ -293,47 +301,137 @@ lt, le, gt, ge, eq, ne, and_, or_ = (
 
 
 # ============================================================== cross-sectional kernels
+# Shared with gymkit.verifiers.book (the book's weights are centred ranks): one ranking
+# code for the whole project.  Why our own: exact integer ranks, serial and bit-identical,
+# and for the ~50-stock rows of a panel an O(n²) count that LLVM vectorises (each loaded
+# value compared with four at once) beats sorting; wider rows fall back to a stable sort.
+# Measured and dropped: insertion-sorting from the previous row's order (smooth signals
+# need ~4 swaps a row) was no faster than the vectorised count (~0.3 µs a row here).
 _RANK_COUNT_MAX = 64  # up to this many finite values a row is ranked by O(n^2) counting
+
+
+@njit(inline="always", **_NJIT)
+def _count_le(buf, vi):
+    c = 0
+    for j in range(buf.shape[0]):
+        c += buf[j] <= vi
+    return c
+
+
+@njit(inline="always", **_NJIT)
+def _count_le_all(buf, le, n_stocks):
+    """le[i] = #{j: buf[j] <= buf[i]} for i < n_stocks; return Σ le.  Four i at a time
+    (register blocking: each loaded buf[j] is compared with four values)."""
+    total = 0
+    for i in range(0, n_stocks - 3, 4):
+        v0 = buf[i]
+        v1 = buf[i + 1]
+        v2 = buf[i + 2]
+        v3 = buf[i + 3]
+        c0 = 0
+        c1 = 0
+        c2 = 0
+        c3 = 0
+        for j in range(buf.shape[0]):
+            b = buf[j]
+            c0 += b <= v0
+            c1 += b <= v1
+            c2 += b <= v2
+            c3 += b <= v3
+        le[i] = c0
+        le[i + 1] = c1
+        le[i + 2] = c2
+        le[i + 3] = c3
+        total += c0 + c1 + c2 + c3
+    for i in range(n_stocks - n_stocks % 4, n_stocks):
+        c = _count_le(buf, buf[i])
+        le[i] = c
+        total += c
+    return total
+
+
+@njit(**_NJIT)
+def rank_scratch(n_stocks):
+    """Scratch buffers (buf, le, marks) for :func:`row_ranks2` on rows of ``n_stocks``."""
+    buf = np.full((n_stocks + 7) // 8 * 8, _NAN)  # NaN padding drops out of every count
+    return buf, np.empty(n_stocks, np.int64), np.empty(n_stocks + 1, np.int64)
+
+
+@njit(inline="always", **_NJIT)
+def row_ranks2(src, buf, le, marks, ranks2):
+    """Twice the 1-based average-tie rank of each finite ``src[j]`` among the row's finite
+    values (an exact integer, as float) into ``ranks2[j]``; 0.0 for a non-finite entry.
+    Returns n, the number of finite values.  Scratch from :func:`rank_scratch`.
+
+    With le_i = #{j: v_j <= v_i} and lt_i = #{j: v_j < v_i}, 2·rank_i = lt_i + le_i + 1.
+    Without ties lt_i = le_i - 1; with ties, lt_i is the largest le_k below le_i (0 if
+    none), found in O(n) by marking the le values.  n > 64 uses a stable sort instead.
+    """
+    n_stocks = src.shape[0]
+    n = 0
+    for j in range(n_stocks):
+        v = src[j]
+        fin = math.isfinite(v)
+        buf[j] = v if fin else _NAN
+        n += fin
+    if n > _RANK_COUNT_MAX:
+        vals = np.empty(n)
+        idx = np.empty(n, np.int64)
+        m = 0
+        for j in range(n_stocks):
+            ranks2[j] = 0.0
+            if math.isfinite(src[j]):
+                vals[m] = src[j]
+                idx[m] = j
+                m += 1
+        order = np.argsort(vals, kind="mergesort")
+        i = 0
+        while i < n:  # ties [i, k): lt = i, le = k
+            k = i + 1
+            while k < n and vals[order[k]] == vals[order[i]]:
+                k += 1
+            for q in range(i, k):
+                ranks2[idx[order[q]]] = float(i + k + 1)
+            i = k
+        return n
+    total = _count_le_all(buf, le, n_stocks)
+    if total == n * (n + 1) // 2:  # no ties: lt = le - 1
+        for i in range(n_stocks):
+            ranks2[i] = 2.0 * le[i]  # le = 0 for a non-finite entry
+        return n
+    # ties: mark every le value (ranks2 is scratch: ranks2[c - 1] = 1 marks count c), then
+    # marks[c] = the largest marked count < c
+    for k in range(n_stocks):
+        ranks2[k] = 0.0
+    for i in range(n_stocks):
+        if le[i] > 0:
+            ranks2[le[i] - 1] = 1.0
+    last = 0
+    for k in range(1, n_stocks + 1):
+        marks[k] = last
+        if ranks2[k - 1] == 1.0:
+            last = k
+    for i in range(n_stocks):
+        c = le[i]
+        ranks2[i] = float(marks[c] + c + 1) if c > 0 else 0.0
+    return n
 
 
 @njit(**_NJIT)
 def _rank_rows(x, out):
-    """Average-tie ranks per row: by counting (n small, branch-free) or by a stable sort."""
+    """Average-tie ranks per row mapped to [0, 1]: (rank - 1) / (n - 1)."""
     n_cols = x.shape[1]
-    vals = np.empty(n_cols)
-    idx = np.empty(n_cols, np.int64)
+    buf, le, marks = rank_scratch(n_cols)
+    r2 = np.empty(n_cols)
     for t in range(x.shape[0]):
-        n = 0
-        for j in range(n_cols):
-            out[t, j] = _NAN
-            if math.isfinite(x[t, j]):
-                vals[n] = x[t, j]
-                idx[n] = j
-                n += 1
-        if n == 0:
-            continue
+        n = row_ranks2(x[t], buf, le, marks, r2)
+        o = out[t]
         if n == 1:
-            out[t, idx[0]] = 0.5
-        elif n <= _RANK_COUNT_MAX:
-            for i in range(n):
-                below = 0
-                equal = 0
-                v = vals[i]
-                for m in range(n):
-                    below += vals[m] < v
-                    equal += vals[m] == v
-                out[t, idx[i]] = (below + 0.5 * (equal - 1)) / (n - 1)
-        else:
-            order = np.argsort(vals[:n], kind="mergesort")
-            i = 0
-            while i < n:  # ties [i, k): below = i, others equal = k - i - 1
-                k = i + 1
-                while k < n and vals[order[k]] == vals[order[i]]:
-                    k += 1
-                r = (i + 0.5 * (k - i - 1)) / (n - 1)
-                for m in range(i, k):
-                    out[t, idx[order[m]]] = r
-                i = k
+            for j in range(n_cols):
+                o[j] = 0.5 if r2[j] > 0.0 else _NAN
+            continue
+        for j in range(n_cols):  # (lt + 0.5·(le - lt - 1)) / (n - 1), exact numerator
+            o[j] = 0.5 * (r2[j] - 2.0) / (n - 1) if r2[j] > 0.0 else _NAN
 
 
 @njit(**_NJIT)
@@ -419,9 +517,14 @@ def group_neutralize(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 # ============================================================== time-series kernels
-# Each engine is one loop over a 1-D column (a gufunc over the stocks axis); a small
-# ``stat`` code picks the statistic where several share one engine.
-_GU = {"nopython": True, "cache": True}
+# Row-major engines (why not one loop per column): arrays are (T, N) with the N stocks
+# contiguous, so each engine sweeps the rows t and, inside, the N stocks of the row, with
+# every stock's running state held in length-N arrays.  The stocks are independent, so
+# the N updates of a row overlap in the CPU instead of forming one long serial chain per
+# strided column.  Each stock still sees exactly the floating-point operations, in the
+# same order, of a column-at-a-time loop: results do not depend on the sweep order, bit
+# for bit.  Every loop is serial (no threads, no cross-stock reductions).
+# A small ``stat`` code picks the statistic where several share one engine.
 _DELAY, _DELTA = 0, 1
 _SUM, _MEAN = 0, 1
 _STD, _SKEW, _KURT = 0, 1, 2
@@ -429,16 +532,20 @@ _COV, _CORR, _SLOPE = 0, 1, 2
 _MAX, _MIN, _ARGMAX, _ARGMIN = 0, 1, 2, 3
 
 
-@guvectorize(["void(float64[:], int64, int64, float64[:])"], "(n),(),()->(n)", **_GU)
-def _g_lag(x, d, stat, out):
+@njit(**_NJIT)
+def _r_lag(x, d, stat, out):
     """delay: x[t-d]; delta: x[t] - x[t-d]."""
-    for t in range(x.shape[0]):
+    n_rows, n_cols = x.shape
+    for t in range(n_rows):
         if t < d:
-            out[t] = _NAN
+            for j in range(n_cols):
+                out[t, j] = _NAN
         elif stat == _DELAY:
-            out[t] = _clean(x[t - d])
+            for j in range(n_cols):
+                out[t, j] = _clean(x[t - d, j])
         else:
-            out[t] = _clean(x[t] - x[t - d])
+            for j in range(n_cols):
+                out[t, j] = _clean(x[t, j] - x[t - d, j])
 
 
 # Re-anchor when the (squared, for moments) terms pushed through running sums since the last exact
@@ -448,52 +555,98 @@ def _g_lag(x, d, stat, out):
 _DRIFT = 64.0
 
 
-@guvectorize(["void(float64[:], int64, int64, float64[:])"], "(n),(),()->(n)", **_GU)
-def _g_sum(x, d, stat, out):
-    """Window sum or mean: a running sum re-anchored by an exact recomputation every d rows,
-    or sooner when the terms pushed through it since then exceed _DRIFT x the window's
-    sum of |x| (a huge value that left the window would otherwise leave its rounding)."""
-    last_bad = -1
-    anchor = -1
-    s = s_abs = mag = 0.0
-    div = 1.0 if stat == _SUM else float(d)
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            anchor = -1
-            out[t] = _NAN
-            continue
-        if t - last_bad < d:
-            out[t] = _NAN
-            continue
-        fresh = anchor < 0 or t - anchor >= d
-        if not fresh:
-            w = x[t - d]
-            s += v - w
-            s_abs += abs(v) - abs(w)
-            mag += abs(v) + abs(w)
-            fresh = mag > _DRIFT * s_abs
-        if fresh:
-            s = s_abs = 0.0
-            for i in range(t - d + 1, t + 1):
-                s += x[i]
-                s_abs += abs(x[i])
-            mag = s_abs
-            anchor = t
-        out[t] = _clean(s / div)
+# ts_sum / ts_mean sweep each row twice.  The first sweep does the O(1) update for EVERY
+# stock with no branches (so LLVM vectorises it across the stocks) and flags, in ``slow``,
+# the few stocks where it does not apply: a non-finite value, a window still filling, or
+# an exact re-anchoring (the d-th row since the last one, or drift).  The second sweep
+# handles exactly those stocks as a column-at-a-time loop would -- a re-anchoring
+# recomputes the window sums of all stocks at once (vectorised) and keeps them where
+# needed -- so every stock sees the same floating-point operations in the same order as
+# one column loop: bit for bit.  (Measured: the same scheme for the 5-9 running sums of
+# std/skew/kurt/cov/corr did not vectorise and was slower, so those keep simpler loops.)
+@njit(inline="always", **_NJIT)
+def _triage(row, t, d, slow, last_bad, anchor, redo, out_row):
+    """Second sweep of row t (values ``row``, output ``out_row``) over the stocks flagged
+    ``slow`` (all of them while t < d): a non-finite value resets the stock and gives NaN
+    (``~`` on a bool is logical not in numba), a window still filling gives NaN, any other
+    stock needs an exact recomputation (``redo[j]``).  Returns whether any does."""
+    any_redo = False
+    for j in range(row.shape[0]):
+        r = False
+        if t < d or slow[j]:
+            if not math.isfinite(row[j]):
+                last_bad[j] = t
+                anchor[j] = -1
+                out_row[j] = _NAN
+            elif t - last_bad[j] < d:
+                out_row[j] = _NAN
+            else:
+                r = True
+                any_redo = True
+        redo[j] = r
+    return any_redo
 
 
 @njit(inline="always", **_NJIT)
-def _power_sums(x, lo, hi):
-    """Exact-as-float64 shift k = mean(x[lo:hi]) and sums of (x - k)**p, p = 1..4."""
+def _steady(v, t, d, last_bad, anchor):
+    """Whether the O(1) update applies to a stock at row t (branch-free)."""
+    return math.isfinite(v) & (t - last_bad >= d) & (anchor >= 0) & (t - anchor < d)
+
+
+@njit(**_NJIT)
+def _r_sum(x, d, stat, out):
+    """Window sum or mean: a running sum re-anchored by an exact recomputation every d rows,
+    or sooner when the terms pushed through it since then exceed _DRIFT x the window's
+    sum of |x| (a huge value that left the window would otherwise leave its rounding)."""
+    n_rows, n_cols = x.shape
+    last_bad = np.full(n_cols, -1, np.int64)
+    anchor = np.full(n_cols, -1, np.int64)
+    slow = np.ones(n_cols, np.bool_)
+    redo = np.zeros(n_cols, np.bool_)
+    st = np.zeros((5, n_cols))
+    s_, s_abs_, mag_, r_s, r_abs = st[0], st[1], st[2], st[3], st[4]
+    div = 1.0 if stat == _SUM else float(d)
+    for t in range(n_rows):
+        if t >= d:
+            for j in range(n_cols):
+                v = x[t, j]
+                w = x[t - d, j]
+                s = s_[j] + (v - w)
+                s_abs = s_abs_[j] + (abs(v) - abs(w))
+                mag = mag_[j] + (abs(v) + abs(w))
+                s_[j] = s
+                s_abs_[j] = s_abs
+                mag_[j] = mag
+                slow[j] = ~(_steady(v, t, d, last_bad[j], anchor[j]) & ~(mag > _DRIFT * s_abs))
+                out[t, j] = _clean(s / div)
+        if not _triage(x[t], t, d, slow, last_bad, anchor, redo, out[t]):
+            continue
+        for j in range(n_cols):
+            r_s[j] = 0.0
+            r_abs[j] = 0.0
+        for i in range(t - d + 1, t + 1):
+            for j in range(n_cols):
+                r_s[j] += x[i, j]
+                r_abs[j] += abs(x[i, j])
+        for j in range(n_cols):
+            if redo[j]:
+                s_[j] = r_s[j]
+                s_abs_[j] = r_abs[j]
+                mag_[j] = r_abs[j]
+                anchor[j] = t
+                out[t, j] = _clean(r_s[j] / div)
+
+
+@njit(inline="always", **_NJIT)
+def _power_sums(x, j, lo, hi):
+    """Exact-as-float64 shift k = mean(x[lo:hi, j]) and sums of (x - k)**p, p = 1..4."""
     k = 0.0
     for i in range(lo, hi):
-        k += x[i]
+        k += x[i, j]
     k /= hi - lo
     s1 = s2 = s3 = s4 = 0.0
     for i in range(lo, hi):
-        u = x[i] - k
+        u = x[i, j] - k
         u2 = u * u
         s1 += u
         s2 += u2
@@ -502,66 +655,83 @@ def _power_sums(x, lo, hi):
     return k, s1, s2, s3, s4
 
 
-@guvectorize(["void(float64[:], int64, int64, float64[:])"], "(n),(),()->(n)", **_GU)
-def _g_moments(x, d, stat, out):
+@njit(**_NJIT)
+def _r_moments(x, d, stat, out):
     """std / skew / kurt from running power sums of x - k, k re-anchored exactly every d
     rows or sooner when the sums' rounding could matter (see _DRIFT)."""
+    n_rows, n_cols = x.shape
     nf = float(d)
     inv_n = 1.0 / nf
     inv_n1 = 1.0 / (nf - 1.0) if d > 1 else 0.0
-    last_bad = -1
-    anchor = -1  # row of the last exact recomputation; -1 = none valid
-    run = 0      # length of the run of identical values ending at t
-    k = s1 = s2 = s3 = s4 = mag = 0.0
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            anchor = -1
-            run = 0
-            out[t] = _NAN
-            continue
-        run = run + 1 if (t > 0 and x[t - 1] == v) else 1
-        if t - last_bad < d:
-            out[t] = _NAN
-            continue
-        constant = run >= d
-        fresh = anchor < 0 or t - anchor >= d
-        if not fresh:
-            u = v - k
-            w = x[t - d] - k
-            u2 = u * u
-            w2 = w * w
-            s1 += u - w
-            s2 += u2 - w2
-            s3 += u2 * u - w2 * w
-            s4 += u2 * u2 - w2 * w2
-            mag += u2 + w2
-            fresh = not constant and (s2 - s1 * s1 * inv_n) * _DRIFT < mag
-        if fresh:
-            k, s1, s2, s3, s4 = _power_sums(x, t - d + 1, t + 1)
-            mag = s2
-            anchor = t
-        if stat == _STD:
-            if d < 2:
-                out[t] = _NAN
-            elif constant:
-                out[t] = 0.0
+    last_bad = np.full(n_cols, -1, np.int64)
+    anchor = np.full(n_cols, -1, np.int64)  # row of the last exact recomputation; -1 = none
+    run_ = np.zeros(n_cols, np.int64)       # length of the run of identical values ending at t
+    st = np.zeros((n_cols, 6))              # per stock: k, s1, s2, s3, s4, mag
+    for t in range(n_rows):
+        for j in range(n_cols):
+            v = x[t, j]
+            if not math.isfinite(v):
+                last_bad[j] = t
+                anchor[j] = -1
+                run_[j] = 0
+                out[t, j] = _NAN
+                continue
+            run = run_[j] + 1 if (t > 0 and x[t - 1, j] == v) else 1
+            run_[j] = run
+            if t - last_bad[j] < d:
+                out[t, j] = _NAN
+                continue
+            constant = run >= d
+            fresh = anchor[j] < 0 or t - anchor[j] >= d
+            k = st[j, 0]
+            s1 = st[j, 1]
+            s2 = st[j, 2]
+            s3 = st[j, 3]
+            s4 = st[j, 4]
+            mag = st[j, 5]
+            if not fresh:
+                u = v - k
+                w = x[t - d, j] - k
+                u2 = u * u
+                w2 = w * w
+                s1 += u - w
+                s2 += u2 - w2
+                s3 += u2 * u - w2 * w
+                s4 += u2 * u2 - w2 * w2
+                mag += u2 + w2
+                fresh = not constant and (s2 - s1 * s1 * inv_n) * _DRIFT < mag
+            if fresh:
+                k, s1, s2, s3, s4 = _power_sums(x, j, t - d + 1, t + 1)
+                mag = s2
+                anchor[j] = t
+            st[j, 0] = k
+            st[j, 1] = s1
+            st[j, 2] = s2
+            st[j, 3] = s3
+            st[j, 4] = s4
+            st[j, 5] = mag
+            if stat == _STD:
+                if d < 2:
+                    out[t, j] = _NAN
+                elif constant:
+                    out[t, j] = 0.0
+                else:
+                    out[t, j] = _clean(math.sqrt(max((s2 - s1 * s1 * inv_n) * inv_n1, 0.0)))
+                continue
+            a = s1 * inv_n
+            m2 = s2 * inv_n - a * a
+            if constant or m2 <= 0.0 or d < 3 or (stat == _KURT and d < 4):
+                out[t, j] = _NAN
+                continue
+            m3 = s3 * inv_n - 3.0 * a * (s2 * inv_n) + 2.0 * a * a * a
+            if stat == _SKEW:
+                out[t, j] = _clean(math.sqrt(nf * (nf - 1.0)) * m3
+                                   / ((nf - 2.0) * m2 * math.sqrt(m2)))
             else:
-                out[t] = _clean(math.sqrt(max((s2 - s1 * s1 * inv_n) * inv_n1, 0.0)))
-            continue
-        a = s1 * inv_n
-        m2 = s2 * inv_n - a * a
-        if constant or m2 <= 0.0 or d < 3 or (stat == _KURT and d < 4):
-            out[t] = _NAN
-            continue
-        m3 = s3 * inv_n - 3.0 * a * (s2 * inv_n) + 2.0 * a * a * a
-        if stat == _SKEW:
-            out[t] = _clean(math.sqrt(nf * (nf - 1.0)) * m3 / ((nf - 2.0) * m2 * math.sqrt(m2)))
-        else:
-            m4 = s4 * inv_n - 4.0 * a * (s3 * inv_n) + 6.0 * a * a * (s2 * inv_n) - 3.0 * a * a * a * a
-            g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
-            out[t] = _clean(g / ((nf - 2.0) * (nf - 3.0)))
+                m4 = (s4 * inv_n - 4.0 * a * (s3 * inv_n) + 6.0 * a * a * (s2 * inv_n)
+                      - 3.0 * a * a * a * a)
+                g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
+                out[t, j] = _clean(g / ((nf - 2.0) * (nf - 3.0)))
 
 
 @njit(inline="always", **_NJIT)
@@ -586,9 +756,14 @@ def _cross_sums(x, y, lo, hi):
 
 
 @guvectorize(["void(float64[:], float64[:], int64, int64, float64[:])"], "(n),(n),(),()->(n)",
-             **_GU)
+             nopython=True, cache=True)
 def _g_comoments(x, y, d, stat, out):
     """cov / corr of (x, y), or slope of y on x (x = row index), from shifted sums.
+
+    Kept as a column-at-a-time engine (a gufunc over the stocks): measured on 46 x 3556,
+    row-major sweeps (plain, or two-sweep as _r_sum) were 1.5-2x slower here -- nine
+    running sums per stock do not vectorise across stocks, and one column already has
+    enough independent sums to keep the core busy.
 
     Symmetric in x and y bit for bit (every product is formed in both orders alike).
     """
@@ -651,216 +826,291 @@ def _g_comoments(x, y, d, stat, out):
             out[t] = _clean(cxy / math.sqrt(vx * vy))
 
 
-@guvectorize(["void(float64[:], int64, int64, float64[:])"], "(n),(),()->(n)", **_GU)
-def _g_extreme(x, d, stat, out):
-    """max / min / argmax / argmin via a monotonic deque of row indices.
+@njit(inline="always", **_NJIT)
+def _mark_bad_rows(x, t, last_bad):
+    """last_bad[j] = t for every non-finite x[t, j]."""
+    for j in range(x.shape[1]):
+        if not math.isfinite(x[t, j]):
+            last_bad[j] = t
 
-    The deque lives in a column-long index array (head and tail only move forward: no
-    modulo on the hot path).  Its front is the EARLIEST row holding the window's extreme:
-    a new value only evicts strictly worse ones, so equal older values stay ahead of it.
-    """
+
+# Up to this window ts_max/min/argmax/argmin scan the window directly (O(d) per value, but
+# branch-free and vectorised across the stocks of a row); above it they use van Herk /
+# Gil-Werman block extremes (O(1) amortised).  Both return the EARLIEST extreme of the
+# window (the tie rule), so they agree bit for bit (a test).
+_EXTREME_SCAN_MAX = 4
+
+
+@njit(**_NJIT)
+def _r_extreme_scan(x, d, stat, out):
+    """max / min / argmax / argmin by scanning each window, oldest first (strict improvement
+    only, so a tie keeps the earliest row)."""
+    n_rows, n_cols = x.shape
     sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
-    dq = np.empty(x.shape[0], np.int64)
-    head = 0
-    tail = 0  # deque is dq[head:tail]
-    last_bad = -1
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            head = tail = 0
-            out[t] = _NAN
+    want_arg = stat == _ARGMAX or stat == _ARGMIN
+    last_bad = np.full(n_cols, -1, np.int64)
+    best = np.empty(n_cols)   # sgn · the extreme so far
+    arg = np.empty(n_cols)    # its row, as float
+    for t in range(n_rows):
+        _mark_bad_rows(x, t, last_bad)
+        if t < d - 1:
+            for j in range(n_cols):
+                out[t, j] = _NAN
             continue
-        if tail > head and dq[head] <= t - d:
-            head += 1
-        while tail > head and sgn * x[dq[tail - 1]] < sgn * v:
-            tail -= 1
-        dq[tail] = t
-        tail += 1
-        if t - last_bad < d:
-            out[t] = _NAN
-        elif stat == _MAX or stat == _MIN:
-            out[t] = x[dq[head]]
-        else:
-            out[t] = float(t - dq[head])
+        lo = t - d + 1
+        for j in range(n_cols):
+            best[j] = sgn * x[lo, j]
+            arg[j] = lo
+        for i in range(lo + 1, t + 1):
+            fi = float(i)
+            for j in range(n_cols):
+                v = sgn * x[i, j]
+                better = v > best[j]
+                best[j] = v if better else best[j]
+                arg[j] = fi if better else arg[j]
+        for j in range(n_cols):
+            if t - last_bad[j] < d:
+                out[t, j] = _NAN
+            elif want_arg:
+                out[t, j] = t - arg[j]
+            else:
+                out[t, j] = sgn * best[j]
 
 
-@njit(inline="always", **_NJIT)
-def _lower_bound(buf, size, v):
-    """First position in sorted buf[:size] whose value is >= v."""
-    lo = 0
-    hi = size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if buf[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+@njit(**_NJIT)
+def _r_extreme_blocks(x, d, stat, out):
+    """max / min / argmax / argmin from block extremes (van Herk / Gil-Werman).
+
+    Rows are cut into blocks of d; the window [t-d+1, t] is a suffix of the previous block
+    (extremes computed right to left, a tie taking the earlier row) plus a prefix of the
+    current block (left to right, only a strict improvement replaces): the earlier part
+    wins ties, so the result is the window's earliest extreme, as in the scan.
+    """
+    n_rows, n_cols = x.shape
+    sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
+    want_arg = stat == _ARGMAX or stat == _ARGMIN
+    last_bad = np.full(n_cols, -1, np.int64)
+    suf = np.empty((d, n_cols))       # sgn · suffix extremes of the previous block
+    suf_arg = np.empty((d, n_cols))   # and their rows (float)
+    pre = np.empty(n_cols)
+    pre_arg = np.empty(n_cols)
+    for b0 in range(0, n_rows, d):
+        if b0 >= d:  # suffix extremes of the previous (full) block [b0 - d, b0)
+            p0 = b0 - d
+            for j in range(n_cols):
+                suf[d - 1, j] = sgn * x[b0 - 1, j]
+                suf_arg[d - 1, j] = b0 - 1
+            for r in range(d - 2, -1, -1):
+                fi = float(p0 + r)
+                for j in range(n_cols):
+                    v = sgn * x[p0 + r, j]
+                    take = v >= suf[r + 1, j]
+                    suf[r, j] = v if take else suf[r + 1, j]
+                    suf_arg[r, j] = fi if take else suf_arg[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_bad_rows(x, t, last_bad)
+            ft = float(t)
+            if t == b0:
+                for j in range(n_cols):
+                    pre[j] = sgn * x[t, j]
+                    pre_arg[j] = ft
+            else:
+                for j in range(n_cols):
+                    v = sgn * x[t, j]
+                    better = v > pre[j]
+                    pre[j] = v if better else pre[j]
+                    pre_arg[j] = ft if better else pre_arg[j]
+            if t < d - 1:
+                for j in range(n_cols):
+                    out[t, j] = _NAN
+                continue
+            whole = t - b0 == d - 1  # the window is exactly this block
+            r = t - d + 1 - (b0 - d)
+            for j in range(n_cols):
+                if whole or pre[j] > suf[r, j]:
+                    best = pre[j]
+                    row = pre_arg[j]
+                else:
+                    best = suf[r, j]
+                    row = suf_arg[r, j]
+                if t - last_bad[j] < d:
+                    out[t, j] = _NAN
+                elif want_arg:
+                    out[t, j] = ft - row
+                else:
+                    out[t, j] = sgn * best
 
 
-@njit(inline="always", **_NJIT)
-def _upper_bound(buf, size, v):
-    """First position in sorted buf[:size] whose value is > v."""
-    lo = 0
-    hi = size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if buf[mid] <= v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+@njit(**_NJIT)
+def _r_rank(x, d, out):
+    """ts_rank by counting the window directly: (#below + 0.5·#equal) / (d - 1).
 
-
-_TS_RANK_COUNT_MAX = 24  # up to this window ts_rank counts directly (O(d), no branches)
-
-
-@guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->(n)", **_GU)
-def _g_rank(x, d, out):
-    """ts_rank: count the window directly (small d) or keep it in a sorted buffer."""
-    buf = np.empty(d)
-    size = 0
-    last_bad = -1
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            size = 0
-            out[t] = _NAN
+    Exact integer counts, so any algorithm gives the same bits; the count is branch-free
+    and vectorised across the stocks of a row (d <= MAX_WINDOW = 252 in the DSL).
+    """
+    n_rows, n_cols = x.shape
+    last_bad = np.full(n_cols, -1, np.int64)
+    below = np.empty(n_cols, np.int64)
+    equal = np.empty(n_cols, np.int64)
+    for t in range(n_rows):
+        _mark_bad_rows(x, t, last_bad)
+        if t < d - 1:
+            for j in range(n_cols):
+                out[t, j] = _NAN
             continue
-        if d > _TS_RANK_COUNT_MAX:  # maintain the sorted window
-            if size == d:  # drop x[t-d]
-                p = _lower_bound(buf, size, x[t - d])
-                for i in range(p, size - 1):
-                    buf[i] = buf[i + 1]
-                size -= 1
-            p = _upper_bound(buf, size, v)
-            for i in range(size, p, -1):
-                buf[i] = buf[i - 1]
-            buf[p] = v
-            size += 1
-        if t - last_bad < d:
-            out[t] = _NAN
-        elif d == 1:
-            out[t] = 0.5
-        elif d > _TS_RANK_COUNT_MAX:
-            below = _lower_bound(buf, size, v)
-            equal = _upper_bound(buf, size, v) - below - 1
-            out[t] = (below + 0.5 * equal) / (d - 1.0)
-        else:
-            below = 0
-            equal = 0
-            for i in range(t - d + 1, t):
-                below += x[i] < v
-                equal += x[i] == v
-            out[t] = (below + 0.5 * equal) / (d - 1.0)
+        for j in range(n_cols):
+            below[j] = 0
+            equal[j] = 0
+        for i in range(t - d + 1, t):
+            for j in range(n_cols):
+                v = x[t, j]
+                below[j] += x[i, j] < v
+                equal[j] += x[i, j] == v
+        for j in range(n_cols):
+            if t - last_bad[j] < d:
+                out[t, j] = _NAN
+            elif d == 1:
+                out[t, j] = 0.5
+            else:
+                out[t, j] = (below[j] + 0.5 * equal[j]) / (d - 1.0)
 
 
-@guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->(n)", **_GU)
-def _g_decay(x, d, out):
+@njit(**_NJIT)
+def _r_decay(x, d, out):
     """Linear decay: running weighted sum W of x - k (k re-anchored every d rows, or sooner
-    on drift as in _g_sum).  With u = x - k and S the window sum of u:
+    on drift as in _r_sum).  With u = x - k and S the window sum of u:
     W_t = W_{t-1} + d*u_t - S_{t-1}."""
+    n_rows, n_cols = x.shape
     nf = float(d)
     wsum = nf * (nf + 1.0) / 2.0
-    last_bad = -1
-    anchor = -1
-    k = s = w = a_abs = mag = 0.0
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            anchor = -1
-            out[t] = _NAN
-            continue
-        if t - last_bad < d:
-            out[t] = _NAN
-            continue
-        fresh = anchor < 0 or t - anchor >= d
-        if not fresh:
-            u = v - k
-            uo = x[t - d] - k
-            w += nf * u - s
-            s += u - uo
-            a_abs += abs(u) - abs(uo)
-            mag += abs(u) + abs(uo)
-            fresh = mag > _DRIFT * a_abs
-        if fresh:
-            k = v
-            s = w = a_abs = 0.0
-            for i in range(d):
-                u = x[t - i] - k
-                s += u
-                w += (nf - i) * u
-                a_abs += abs(u)
-            mag = a_abs
-            anchor = t
-        out[t] = _clean(k + w / wsum)
+    last_bad = np.full(n_cols, -1, np.int64)
+    anchor = np.full(n_cols, -1, np.int64)
+    st = np.zeros((n_cols, 5))  # per stock: k, s, w, a_abs, mag
+    for t in range(n_rows):
+        for j in range(n_cols):
+            v = x[t, j]
+            if not math.isfinite(v):
+                last_bad[j] = t
+                anchor[j] = -1
+                out[t, j] = _NAN
+                continue
+            if t - last_bad[j] < d:
+                out[t, j] = _NAN
+                continue
+            fresh = anchor[j] < 0 or t - anchor[j] >= d
+            k = st[j, 0]
+            s = st[j, 1]
+            w = st[j, 2]
+            a_abs = st[j, 3]
+            mag = st[j, 4]
+            if not fresh:
+                u = v - k
+                uo = x[t - d, j] - k
+                w += nf * u - s
+                s += u - uo
+                a_abs += abs(u) - abs(uo)
+                mag += abs(u) + abs(uo)
+                fresh = mag > _DRIFT * a_abs
+            if fresh:
+                k = v
+                s = w = a_abs = 0.0
+                for i in range(d):
+                    u = x[t - i, j] - k
+                    s += u
+                    w += (nf - i) * u
+                    a_abs += abs(u)
+                mag = a_abs
+                anchor[j] = t
+            st[j, 0] = k
+            st[j, 1] = s
+            st[j, 2] = w
+            st[j, 3] = a_abs
+            st[j, 4] = mag
+            out[t, j] = _clean(k + w / wsum)
 
 
-@guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->(n)", **_GU)
-def _g_product(x, d, out):
+@njit(**_NJIT)
+def _r_product(x, d, out):
     """Window product from block prefix/suffix products (van Herk / Gil-Werman).
 
     Blocks of d rows; the window [t-d+1, t] is suffix(t-d+1) * prefix(t).
     """
-    n = x.shape[0]
-    suffix = np.empty(n)
-    for start in range(0, n, d):
-        end = min(start + d, n) - 1
-        suffix[end] = x[end]
-        for i in range(end - 1, start - 1, -1):
-            suffix[i] = x[i] * suffix[i + 1]
-    last_bad = -1
-    prefix = 1.0
-    for t in range(n):
-        v = x[t]
-        prefix = v if t % d == 0 else prefix * v
-        if not math.isfinite(v):
-            last_bad = t
-        if t - last_bad < d:
-            out[t] = _NAN
-        elif (t + 1) % d == 0:  # window is exactly one block
-            out[t] = _clean(prefix)
-        else:
-            out[t] = _clean(suffix[t - d + 1] * prefix)
+    n_rows, n_cols = x.shape
+    last_bad = np.full(n_cols, -1, np.int64)
+    suf = np.empty((d, n_cols))  # suffix products of the previous block
+    pre = np.empty(n_cols)
+    for b0 in range(0, n_rows, d):
+        if b0 >= d:
+            p0 = b0 - d
+            for j in range(n_cols):
+                suf[d - 1, j] = x[b0 - 1, j]
+            for r in range(d - 2, -1, -1):
+                for j in range(n_cols):
+                    suf[r, j] = x[p0 + r, j] * suf[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_bad_rows(x, t, last_bad)
+            if t == b0:
+                for j in range(n_cols):
+                    pre[j] = x[t, j]
+            else:
+                for j in range(n_cols):
+                    pre[j] = pre[j] * x[t, j]
+            whole = t - b0 == d - 1
+            r = t - d + 1 - (b0 - d)
+            for j in range(n_cols):
+                if t - last_bad[j] < d:
+                    out[t, j] = _NAN
+                elif whole:
+                    out[t, j] = _clean(pre[j])
+                else:
+                    out[t, j] = _clean(suf[r, j] * pre[j])
 
 
-@guvectorize(["void(float64[:], int64, float64[:])"], "(n),()->(n)", **_GU)
-def _g_ema(x, d, out):
+@njit(**_NJIT)
+def _r_ema(x, d, out):
     """EMA seeded by the first full finite window's mean; restarts after a gap."""
+    n_rows, n_cols = x.shape
     alpha = 2.0 / (d + 1.0)
-    last_bad = -1
-    seeded = False
-    e = 0.0
-    for t in range(x.shape[0]):
-        v = x[t]
-        if not math.isfinite(v):
-            last_bad = t
-            seeded = False
-            out[t] = _NAN
-            continue
-        if seeded:
-            e = (1.0 - alpha) * e + alpha * v
-        elif t - last_bad >= d:
-            e = 0.0
-            for i in range(t - d + 1, t + 1):
-                e += x[i]
-            e /= d
-            seeded = True
-        out[t] = _clean(e) if seeded else _NAN
+    last_bad = np.full(n_cols, -1, np.int64)
+    seeded = np.zeros(n_cols, np.bool_)
+    e_ = np.zeros(n_cols)
+    for t in range(n_rows):
+        for j in range(n_cols):
+            v = x[t, j]
+            if not math.isfinite(v):
+                last_bad[j] = t
+                seeded[j] = False
+                out[t, j] = _NAN
+                continue
+            e = e_[j]
+            if seeded[j]:
+                e = (1.0 - alpha) * e + alpha * v
+            elif t - last_bad[j] >= d:
+                e = 0.0
+                for i in range(t - d + 1, t + 1):
+                    e += x[i, j]
+                e /= d
+                seeded[j] = True
+            e_[j] = e
+            out[t, j] = _clean(e) if seeded[j] else _NAN
 
 
-def _rolling(gufunc: Callable, name: str, doc: str, *stat: int) -> Callable:
-    """Public (x, d) kernel ``name`` applying a 1-D engine to every column."""
+def _extreme(x: np.ndarray, d: int, stat: int, out: np.ndarray) -> None:
+    """The extreme engine for window d: direct scan when small, block extremes otherwise."""
+    if d <= _EXTREME_SCAN_MAX:
+        _r_extreme_scan(x, d, stat, out)
+    else:
+        _r_extreme_blocks(x, d, stat, out)
+
+
+def _rolling(engine: Callable, name: str, doc: str, *stat: int) -> Callable:
+    """Public (x, d) kernel ``name`` running a row-major engine over the whole panel."""
 
     def kernel(x: np.ndarray, d: int) -> np.ndarray:
         x = _matrix(x, name)
         d = _window(d, name)
         out = np.empty(x.shape)
-        with np.errstate(all="ignore"):  # non-finite inputs are handled in the loop
-            gufunc(x.T, d, *stat, out.T)
+        engine(x, d, *stat, out)
         return out
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -878,7 +1128,7 @@ def _rolling2(stat: int, name: str, doc: str) -> Callable:
             raise ValueError(f"{name}: x and y shapes differ: {x.shape} vs {y.shape}")
         d = _window(d, name)
         out = np.empty(x.shape)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):  # non-finite inputs are handled in the loop
             _g_comoments(x.T, y.T, d, stat, out.T)
         return out
 
@@ -887,23 +1137,23 @@ def _rolling2(stat: int, name: str, doc: str) -> Callable:
     return kernel
 
 
-delay = _rolling(_g_lag, "delay", "x[t-d]; NaN for t < d.", _DELAY)
-ts_delta = _rolling(_g_lag, "ts_delta", "x[t] - x[t-d].", _DELTA)
-ts_sum = _rolling(_g_sum, "ts_sum", "Sum of the last d values (full finite window).", _SUM)
-ts_mean = _rolling(_g_sum, "ts_mean", "Mean of the last d values (full finite window).", _MEAN)
-ts_std = _rolling(_g_moments, "ts_std", "Rolling std, ddof=1 (constant -> 0, d=1 -> NaN).", _STD)
-ts_skew = _rolling(_g_moments, "ts_skew", "Rolling skew as pandas (zero variance -> NaN).", _SKEW)
-ts_kurt = _rolling(_g_moments, "ts_kurt", "Rolling excess kurt as pandas (zero var -> NaN).", _KURT)
-ts_max = _rolling(_g_extreme, "ts_max", "Max of the last d values.", _MAX)
-ts_min = _rolling(_g_extreme, "ts_min", "Min of the last d values.", _MIN)
-ts_argmax = _rolling(_g_extreme, "ts_argmax", "Sessions since the window max (ties: earliest).",
+delay = _rolling(_r_lag, "delay", "x[t-d]; NaN for t < d.", _DELAY)
+ts_delta = _rolling(_r_lag, "ts_delta", "x[t] - x[t-d].", _DELTA)
+ts_sum = _rolling(_r_sum, "ts_sum", "Sum of the last d values (full finite window).", _SUM)
+ts_mean = _rolling(_r_sum, "ts_mean", "Mean of the last d values (full finite window).", _MEAN)
+ts_std = _rolling(_r_moments, "ts_std", "Rolling std, ddof=1 (constant -> 0, d=1 -> NaN).", _STD)
+ts_skew = _rolling(_r_moments, "ts_skew", "Rolling skew as pandas (zero variance -> NaN).", _SKEW)
+ts_kurt = _rolling(_r_moments, "ts_kurt", "Rolling excess kurt as pandas (zero var -> NaN).", _KURT)
+ts_max = _rolling(_extreme, "ts_max", "Max of the last d values.", _MAX)
+ts_min = _rolling(_extreme, "ts_min", "Min of the last d values.", _MIN)
+ts_argmax = _rolling(_extreme, "ts_argmax", "Sessions since the window max (ties: earliest).",
                      _ARGMAX)
-ts_argmin = _rolling(_g_extreme, "ts_argmin", "Sessions since the window min (ties: earliest).",
+ts_argmin = _rolling(_extreme, "ts_argmin", "Sessions since the window min (ties: earliest).",
                      _ARGMIN)
-ts_rank = _rolling(_g_rank, "ts_rank", "Share of the other d-1 values below today's, ties half.")
-ts_decay_linear = _rolling(_g_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")
-ts_product = _rolling(_g_product, "ts_product", "Product of the last d values.")
-ts_ema = _rolling(_g_ema, "ts_ema", "EMA, alpha 2/(d+1), seeded by the first full window mean.")
+ts_rank = _rolling(_r_rank, "ts_rank", "Share of the other d-1 values below today's, ties half.")
+ts_decay_linear = _rolling(_r_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")
+ts_product = _rolling(_r_product, "ts_product", "Product of the last d values.")
+ts_ema = _rolling(_r_ema, "ts_ema", "EMA, alpha 2/(d+1), seeded by the first full window mean.")
 ts_cov = _rolling2(_COV, "ts_cov", "Rolling covariance of x and y, ddof=1.")
 ts_corr = _rolling2(_CORR, "ts_corr", "Rolling correlation of x and y (zero variance -> NaN).")
 

@@ -140,9 +140,9 @@ def run_oracle(st: AnswerState, setup: ScoringSetup) -> None:
     except DSLError as err:
         st.error = CardError(err.code, err.message, err.position if err.position >= 0 else None)
         return
-    except Exception as exc:  # fail closed: an answer we could not check is not valid
+    except Exception:  # fail closed: an answer we could not check is not valid
         st.error = CardError("evaluation_failed",
-                             f"the formula could not be evaluated ({type(exc).__name__})",
+                             "the formula could not be evaluated on this market",
                              None, "book")
         return
     tm = st.bt.timings
@@ -217,8 +217,12 @@ def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int) 
     if not st.valid or st.bt is None or st.canonical is None:
         return Novelty()
     hit = archive.nearest(st.bt.net) if len(archive) else None
+    # A flat P&L is uncorrelated with everything, which would pay it full novelty: inaction
+    # is not a new idea, so it counts as a perfect duplicate (the gate rejects empty books
+    # first; this closes the same hack if an environment switches that gate off).
+    flat = not np.ptp(st.bt.net) > 0.0
     return Novelty(
-        max_abs_corr=0.0 if hit is None else min(1.0, abs(hit.corr)),
+        max_abs_corr=1.0 if flat else 0.0 if hit is None else min(1.0, abs(hit.corr)),
         nearest=None if hit is None else hit.form,
         nearest_corr=0.0 if hit is None else hit.corr,
         in_archive=archive.contains(st.canonical),

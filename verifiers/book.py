@@ -19,9 +19,9 @@ Rules fixed here (each has a test):
 - Turnover_t = Σ_i |w_{t,i} − w_{t−1,i}|, where the first judged day builds the book
   from zero (w_{first−1} ≡ 0).
 
-Why our own kernel (not pandas ``rank``): the ranks are computed by an O(N²)
-branch-free count that LLVM vectorises; for N ≈ 50 stocks this is faster than
-sorting and it is exact: ranks and centred ranks are multiples of 0.5, so Σ|w| is
+Why our own kernel (not pandas ``rank``): the ranks come from the project's one rank
+kernel, :func:`gymkit.dsl.kernels.row_ranks2` (an O(N²) branch-free count that LLVM
+vectorises; for N ≈ 50 stocks this is faster than sorting), and they are exact: ranks and centred ranks are multiples of 0.5, so Σ|w| is
 an exact float sum and the weights do not depend on summation order.  Every loop
 is serial (no thread reductions), so results are bit-identical across runs.
 """
@@ -31,104 +31,44 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from gymkit.dsl.kernels import rank_scratch, row_ranks2
+
 __all__ = ["BookPnL", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _count_le(buf: np.ndarray, vi: float) -> int:
-    c = 0
-    for j in range(buf.shape[0]):
-        c += buf[j] <= vi
-    return c
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _count_le_all(buf: np.ndarray, le: np.ndarray, n_stocks: int) -> int:
-    """le[i] = #{j: buf[j] <= buf[i]} for i < n_stocks; return Σ le.  Four i at a time
-    (register blocking: each loaded buf[j] is compared with four values)."""
-    total = 0
-    for i in range(0, n_stocks - 3, 4):
-        v0 = buf[i]
-        v1 = buf[i + 1]
-        v2 = buf[i + 2]
-        v3 = buf[i + 3]
-        c0 = 0
-        c1 = 0
-        c2 = 0
-        c3 = 0
-        for j in range(buf.shape[0]):
-            b = buf[j]
-            c0 += b <= v0
-            c1 += b <= v1
-            c2 += b <= v2
-            c3 += b <= v3
-        le[i] = c0
-        le[i + 1] = c1
-        le[i + 2] = c2
-        le[i + 3] = c3
-        total += c0 + c1 + c2 + c3
-    for i in range(n_stocks - n_stocks % 4, n_stocks):
-        c = _count_le(buf, buf[i])
-        le[i] = c
-        total += c
-    return total
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _rank_weights_row(
-    src: np.ndarray, buf: np.ndarray, le: np.ndarray, below: np.ndarray, out: np.ndarray
+    src: np.ndarray, scratch: tuple, out: np.ndarray
 ) -> int:
     """Write the gross-1 centred rank weights of one row into ``out``; return #finite.
 
-    ``buf`` has length ≥ N, a multiple of 8, and holds NaN beyond N (NaN never
-    compares ``<=``, so padding and missing values drop out of every count and the
-    count loop vectorises without a tail).  ``le`` (N) and ``below`` (N + 1) are int64 scratch.
-    With le_i = #{j: v_j ≤ v_i} and lt_i = #{j: v_j < v_i}, the average 1-based rank
-    is (lt_i + le_i + 1) / 2.  Without ties lt_i = le_i − 1; with ties, lt_i is the
-    largest le_k below le_i (0 if none), found in O(N) by marking the le values.
+    Ranks come from the shared kernel :func:`gymkit.dsl.kernels.row_ranks2` (twice the
+    1-based average-tie rank, exact integers; ``scratch`` from
+    :func:`gymkit.dsl.kernels.rank_scratch`, kept across the rows of one pass).  The centred rank rank - (n + 1)/2 is a
+    multiple of 0.5, so Σ|w| is an exact float sum.
     """
     n_stocks = src.shape[0]
-    n = 0
-    for j in range(n_stocks):
-        v = src[j]
-        if np.isfinite(v):
-            buf[j] = v
-            n += 1
-        else:
-            buf[j] = np.nan
+    buf, le, marks = scratch
+    n = row_ranks2(src, buf, le, marks, out)
     if n < 2:
         for j in range(n_stocks):
             out[j] = 0.0
         return n
-    total = _count_le_all(buf, le, n_stocks)
     centre = 0.5 * (n + 1)
-    gross = 0.0
-    if total == n * (n + 1) // 2:  # no ties: rank = le
-        for i in range(n_stocks):
-            w = le[i] - centre if le[i] > 0 else 0.0
-            out[i] = w
-            gross += abs(w)
-    else:
-        # ties: mark every le value (out is scratch: out[c - 1] = 1 marks count c), then
-        # below[c] = the largest marked count < c
-        for k in range(n_stocks):
-            out[k] = 0.0
-        for i in range(n_stocks):
-            if le[i] > 0:
-                out[le[i] - 1] = 1.0  # count le[i] is marked (stored at index le-1)
-        last = 0
-        for k in range(1, n_stocks + 1):
-            below[k] = last
-            if out[k - 1] == 1.0:
-                last = k
-        for i in range(n_stocks):
-            c = le[i]
-            if c == 0:  # NaN
-                out[i] = 0.0
-                continue
-            out[i] = 0.5 * (below[c] + c + 1) - centre
-        for i in range(n_stocks):
-            gross += abs(out[i])
+    for i in range(n_stocks):
+        r2 = out[i]
+        out[i] = 0.5 * r2 - centre if r2 > 0.0 else 0.0
+    # Σ|w| in four interleaved partial sums: every partial sum is a multiple of 0.5 far
+    # below 2**52, so it is exact and the order cannot change a bit (no add chain to wait on)
+    g0 = g1 = g2 = g3 = 0.0
+    for i in range(0, n_stocks - 3, 4):
+        g0 += abs(out[i])
+        g1 += abs(out[i + 1])
+        g2 += abs(out[i + 2])
+        g3 += abs(out[i + 3])
+    for i in range(n_stocks - n_stocks % 4, n_stocks):
+        g0 += abs(out[i])
+    gross = (g0 + g1) + (g2 + g3)
     if gross == 0.0:  # constant cross-section: all ranks equal
         for j in range(n_stocks):
             out[j] = 0.0
@@ -138,15 +78,13 @@ def _rank_weights_row(
     return n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _book_weights(values: np.ndarray, r0: int, r1: int) -> np.ndarray:
     n_stocks = values.shape[1]
     out = np.empty((r1 - r0, n_stocks))
-    buf = np.full((n_stocks + 7) // 8 * 8, np.nan)
-    le = np.empty(n_stocks, dtype=np.int64)
-    below = np.empty(n_stocks + 1, dtype=np.int64)
+    scratch = rank_scratch(n_stocks)
     for t in range(r0, r1):
-        _rank_weights_row(values[t], buf, le, below, out[t - r0])
+        _rank_weights_row(values[t], scratch, out[t - r0])
     return out
 
 
@@ -161,73 +99,112 @@ def book_weights(values: np.ndarray, rows: slice | None = None) -> np.ndarray:
     return _book_weights(v, r0, r1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _pnl_pair(wa, pa, ra, wb, pb, rb):
+    """Turnover and leg contributions of two rows at once (weights w, previous weights p,
+    forward returns r); each row's sums run in stock order, exactly as one row alone --
+    two rows only interleave their independent add chains."""
+    tov_a = tov_b = la = lb = sa = sb = 0.0
+    for j in range(wa.shape[0]):
+        x = wa[j]
+        y = wb[j]
+        tov_a += abs(x - pa[j])
+        tov_b += abs(y - pb[j])
+        px = max(x, 0.0)
+        py = max(y, 0.0)
+        la += px * ra[j]
+        lb += py * rb[j]
+        sa += (x - px) * ra[j]
+        sb += (y - py) * rb[j]
+    return tov_a, la, sa, tov_b, lb, sb
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _ic_pair(wa, ra, fa, va, wb, rb, fb, vb, inb):
+    """Pearson IC of two rows at once over the names with a finite value (``v``) and a
+    finite forward return (mask ``f``): (m_a, ic_a, m_b, ic_b), ic NaN for zero variance.
+    Each row's sums run in stock order, as one row alone.  ``inb`` is (2, N) scratch."""
+    ia = inb[0]
+    ib = inb[1]
+    ma = swa = sra = mb = swb = srb = 0.0
+    for j in range(wa.shape[0]):
+        ka = fa[j] if np.isfinite(va[j]) else 0.0
+        kb = fb[j] if np.isfinite(vb[j]) else 0.0
+        ia[j] = ka
+        ib[j] = kb
+        ma += ka
+        mb += kb
+        swa += ka * wa[j]
+        swb += kb * wb[j]
+        sra += ka * ra[j]
+        srb += kb * rb[j]
+    mwa = swa / ma
+    mra = sra / ma
+    mwb = swb / mb
+    mrb = srb / mb
+    cova = vwa = vra = covb = vwb = vrb = 0.0
+    for j in range(wa.shape[0]):
+        x = (wa[j] - mwa) * ia[j]
+        y = (ra[j] - mra) * ia[j]
+        u = (wb[j] - mwb) * ib[j]
+        v = (rb[j] - mrb) * ib[j]
+        cova += x * y
+        covb += u * v
+        vwa += x * x
+        vwb += u * u
+        vra += y * y
+        vrb += v * v
+    ica = cova / np.sqrt(vwa * vra) if (vwa > 0.0 and vra > 0.0) else np.nan
+    icb = covb / np.sqrt(vwb * vrb) if (vwb > 0.0 and vrb > 0.0) else np.nan
+    return ma, ica, mb, icb
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _book_pnl(values, fwd0, fmask, r0, r1, min_ic_names):
-    """Fused pass over the judged rows: weights, gross, turnover, leg contributions, IC.
+    """Weights of every judged row, then gross, turnover, leg contributions and IC.
 
     ``fwd0`` is the forward return with NaN replaced by 0 (the NaN rule) and
     ``fmask`` is 1.0 where the forward return is finite, else 0.0.  Branch-free
-    inner loops; every sum runs in stock order.
+    inner loops; every sum runs in stock order (rows are taken two at a time only so
+    that their independent sums overlap in the CPU: the same bits as one at a time).
     """
     n_days = r1 - r0
     n_stocks = values.shape[1]
     weights = np.empty((n_days, n_stocks))
+    n_fin = np.empty(n_days, np.int64)
     gross = np.empty(n_days)
     turnover = np.empty(n_days)
     long_c = np.empty(n_days)
     short_c = np.empty(n_days)
     ic = np.full(n_days, np.nan)
-    buf = np.full((n_stocks + 7) // 8 * 8, np.nan)
-    le = np.empty(n_stocks, dtype=np.int64)
-    below = np.empty(n_stocks + 1, dtype=np.int64)
-    prev = np.zeros(n_stocks)  # the first judged day builds the book from zero
-    inb = np.empty(n_stocks)
+    scratch = rank_scratch(n_stocks)
     for d in range(n_days):
+        n_fin[d] = _rank_weights_row(values[r0 + d], scratch, weights[d])
+    zero = np.zeros(n_stocks)  # the first judged day builds the book from zero
+    inb = np.empty((2, n_stocks))
+    for d in range(0, n_days, 2):
+        e = min(d + 1, n_days - 1)  # the pair (d, e); e == d on an odd last row
         t = r0 + d
-        w = weights[d]
-        n = _rank_weights_row(values[t], buf, le, below, w)
-        r = fwd0[t]
-        g_long = 0.0
-        g_short = 0.0
-        tov = 0.0
-        for j in range(n_stocks):
-            wj = w[j]
-            tov += abs(wj - prev[j])
-            pos = max(wj, 0.0)
-            g_long += pos * r[j]
-            g_short += (wj - pos) * r[j]
-            prev[j] = wj
-        gross[d] = g_long + g_short
-        long_c[d] = g_long
-        short_c[d] = g_short
-        turnover[d] = tov
+        s = r0 + e
+        prev = weights[d - 1] if d > 0 else zero
+        tov_a, la, sa, tov_b, lb, sb = _pnl_pair(weights[d], prev, fwd0[t], weights[e],
+                                                 weights[e - 1] if e > 0 else zero, fwd0[s])
+        gross[d] = la + sa
+        long_c[d] = la
+        short_c[d] = sa
+        turnover[d] = tov_a
+        gross[e] = lb + sb
+        long_c[e] = lb
+        short_c[e] = sb
+        turnover[e] = tov_b
         # IC: Pearson correlation of weights with the forward return over the names in
         # the book (finite value) with a finite forward return; needs >= min_ic_names.
-        if n >= min_ic_names:
-            fm = fmask[t]
-            m = 0.0
-            sw = 0.0
-            sr = 0.0
-            for j in range(n_stocks):
-                k = fm[j] if le[j] > 0 else 0.0
-                inb[j] = k
-                m += k
-                sw += k * w[j]
-                sr += k * r[j]
-            if m >= min_ic_names:
-                mw = sw / m
-                mr = sr / m
-                cov = 0.0
-                vw = 0.0
-                vr = 0.0
-                for j in range(n_stocks):
-                    a = (w[j] - mw) * inb[j]
-                    b = (r[j] - mr) * inb[j]
-                    cov += a * b
-                    vw += a * a
-                    vr += b * b
-                if vw > 0.0 and vr > 0.0:
-                    ic[d] = cov / np.sqrt(vw * vr)
+        ma, ica, mb, icb = _ic_pair(weights[d], fwd0[t], fmask[t], values[t], weights[e],
+                                    fwd0[s], fmask[s], values[s], inb)
+        if n_fin[d] >= min_ic_names and ma >= min_ic_names:
+            ic[d] = ica
+        if n_fin[e] >= min_ic_names and mb >= min_ic_names:
+            ic[e] = icb
     return weights, gross, turnover, long_c, short_c, ic
 
 

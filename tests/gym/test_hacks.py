@@ -262,3 +262,24 @@ def test_empty_and_constant_books_are_invalid(env, formula: str) -> None:
     card = env.score(tag(formula))
     assert not card.valid and card.error.code == "degenerate_book"
     assert card.channels["cpcv"] == -0.8 and card.channels["min_turnover"] == -1.0
+
+
+def test_flat_pnl_earns_no_novelty_even_without_the_empty_book_gate() -> None:
+    """Exploit: a flat P&L is uncorrelated with every archive entry, so R8/R9 would pay an
+    empty book full novelty if an environment switched the degenerate-book gate off.
+
+    Assertion: the novelty look-up treats a flat P&L as a perfect duplicate.
+    """
+    import numpy as np
+
+    from gymkit.scoring import AnswerState, novelty_of
+    from gymkit.verifiers.archive import NoveltyArchive
+
+    class _BT:
+        net = np.zeros(50)
+
+    arc = NoveltyArchive(50)
+    arc.add("seed", np.random.default_rng(0).normal(size=50), pinned=True)
+    st = AnswerState.__new__(AnswerState)
+    st.__dict__.update(error=None, bt=_BT(), canonical="x")
+    assert novelty_of(st, arc, 0).max_abs_corr == 1.0

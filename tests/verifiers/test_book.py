@@ -103,3 +103,21 @@ def test_bad_values_get_a_clear_error():
         book_weights(np.zeros(5))
     with pytest.raises(ValueError, match="step 1"):
         book_weights(np.zeros((5, 2)), slice(0, 5, 2))
+
+
+def test_wide_rows_use_the_shared_sort_path_and_match_pandas():
+    """More than 64 finite names per row: the shared rank kernel sorts; same weights and IC."""
+    rng = np.random.default_rng(21)
+    x = rng.integers(0, 40, (30, 90)).astype(float)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    got = book_weights(x)
+    want = REF.weights(pd.DataFrame(x)).to_numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    fwd = rng.normal(0, 0.01, x.shape)
+    fwd[rng.random(x.shape) < 0.05] = np.nan
+    res = book_pnl(x, fwd, slice(0, 30))
+    np.testing.assert_array_equal(res.weights, got)
+    ok = np.isfinite(x) & np.isfinite(fwd)
+    for t in range(30):
+        want_ic = np.corrcoef(got[t][ok[t]], fwd[t][ok[t]])[0, 1]
+        assert abs(res.ic[t] - want_ic) < 1e-12

@@ -18,7 +18,7 @@ advantage floor.  Schema (TOML; every key optional when read, defaults = ``us46-
     [train_costs]  name = "train", fee_bps, slippage_bps, half_spread_bps, fixed_impact_bps
     [holdout_costs] name = "realistic", ...                  (holdout protocol, never scoring)
     [cpcv]         n_blocks, n_test_blocks, purge, embargo
-    [priorities]   one float per channel name (all 12 are stored; inactive ones are unused)
+    [priorities]   one float per channel name (every row is stored; inactive ones are unused)
     [thresholds]   ChannelParams fields (gymkit.verifiers.channels)
     [archive]      capacity = 1024, seed = "alpha101" | "none"
     [advantages]   floor = <float>  (absent = no floor, the default)
@@ -67,7 +67,7 @@ _TABLES = ("split", "train_costs", "holdout_costs", "cpcv", "priorities", "thres
 
 
 def _default_channels() -> tuple[str, ...]:
-    return tuple(c.name for c in CHANNELS)
+    return tuple(c.name for c in CHANNELS if c.default_on)
 
 
 def _default_split() -> dict[str, str]:

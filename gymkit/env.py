@@ -41,6 +41,7 @@ from gymkit.verifiers.context import window_context
 from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.cpcv import CPCV
 
+from .briefs import compliance_of_text
 from .card import TIMING_PHASES, ScoreCard
 from .config import EnvConfig
 from .prompt import render_prompt
@@ -155,8 +156,8 @@ class Environment:
     def score_group(self, completions: Sequence[str], brief: str | None = None) -> list[ScoreCard]:
         """Score the answers to one prompt; group channels (R2, R9's in-group duplicates) filled.
 
-        ``brief`` is recorded in each card as a sha256 digest (for audit); scoring does not
-        depend on it.  Never raises on bad answers: each becomes an invalid card.
+        ``brief`` is recorded in each card as a sha256 digest (for audit); it changes scores
+        only when the ``brief_compliance`` channel (R13, off by default) is active.  Never raises on bad answers: each becomes an invalid card.
         """
         if isinstance(completions, str):
             raise TypeError("score_group takes a sequence of completions, not one string")
@@ -181,6 +182,9 @@ class Environment:
             novelties.append(novelty_of(st, self.archive, dup))
             st.timings["novelty"] = time.perf_counter() - t0
         facts = [facts_of(st, nov) for st, nov in zip(states, novelties, strict=True)]
+        if "brief_compliance" in self.channels and brief is not None:
+            facts = [replace(f, brief_compliance=compliance_of_text(st.expr, brief)) if f.valid else f
+                     for st, f in zip(states, facts, strict=True)]
         t0 = time.perf_counter()
         channel_rows = risk_channels(facts, self.channels, setup.params)
         t_channels = (time.perf_counter() - t0) / max(1, len(states))

@@ -57,6 +57,12 @@ R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC 
                                 the card's scalar reward is then capped at 0; else 0.
 R11   complexity         0.2    −0.02·max(0, node_count − 24); in (−∞, 0].
 R12   format             1.0    +0.05 when a reasoning block precedes the tag, else 0.
+R13   brief_compliance   0.0    −(failed / checked) of the brief's machine-checkable facets
+                                (gymkit.briefs: mechanism, horizon, input rule, structural
+                                hint, forbidden pattern, compactness) on the AST, in [−1, 0];
+                                0 when no generated brief is given.  OFF by default (not in
+                                the default active channels, priority 0), so the seed's 12
+                                channels are reproduced exactly; the seed trusted the prompt.
 ====  =================  =====  ==========================================================
 
 Invalid answers (layer 1 failed): R1 and R6 as above, every other channel exactly 0; no
@@ -89,7 +95,7 @@ __all__ = [
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v1"
+CHANNEL_TABLE_VERSION = "channels-v2"  # v2: R13 brief_compliance (off by default)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
 BOOK_GATE_CODES = frozenset({"turnover_floor", "degenerate_book", "evaluation_failed"})
@@ -185,6 +191,7 @@ class AnswerFacts:
     node_count: int = 0
     has_reasoning: bool = False
     stress_drop: float = math.nan
+    brief_compliance: float = math.nan
 
     @property
     def duplicates(self) -> int:
@@ -317,9 +324,15 @@ class Channel:
     fn: Callable
     scores_invalid: bool = False
     needs: str = ""
+    default_on: bool = True  # in an environment's active channels unless configured otherwise
 
 
 _INF = math.inf
+
+
+def brief_compliance_channel(f: AnswerFacts, p: ChannelParams) -> float:
+    """R13: the brief-compliance score computed by the environment; 0 without a brief."""
+    return f.brief_compliance + 0.0 if math.isfinite(f.brief_compliance) else 0.0
 
 CHANNELS: tuple[Channel, ...] = (
     Channel("R1", "cpcv", 3.0, (-5.0, 5.0), False, ("cpcv", "error_code"), cpcv_channel, True),
@@ -339,6 +352,8 @@ CHANNELS: tuple[Channel, ...] = (
             ("is_single_motif", "is_price_only", "ic"), motif_guard_channel),
     Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel),
     Channel("R12", "format", 1.0, (0.0, 0.05), False, ("has_reasoning",), format_channel),
+    Channel("R13", "brief_compliance", 0.0, (-1.0, 0.0), False, ("brief_compliance",),
+            brief_compliance_channel, default_on=False),
 )
 
 #: Channel names in registry order.

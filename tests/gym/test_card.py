@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from gymkit.card import TIMING_PHASES, CardError, ScoreCard, json_safe
-from gymkit.verifiers.channels import CHANNEL_NAMES
+from gymkit.verifiers.channels import CHANNELS
 
 from .conftest import tag
 
@@ -18,7 +18,7 @@ GOOD = tag("rank(group_neutralize(-ts_sum(returns, 5), sector))")
 def test_valid_card_carries_metrics_fingerprints_and_timings(env) -> None:
     card = env.score(GOOD)
     assert card.valid and card.error is None
-    assert list(card.channels) == list(CHANNEL_NAMES)
+    assert list(card.channels) == [c.name for c in CHANNELS if c.default_on]
     assert card.reward == sum(env.config.priorities[k] * v for k, v in card.channels.items())
     m = card.metrics
     assert m["n_days"] == env.n_days == 3050 and 0 < m["turnover"] < 2

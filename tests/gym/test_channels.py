@@ -34,12 +34,14 @@ def bad(code: str) -> AnswerFacts:
     return AnswerFacts(valid=False, error_code=code)
 
 
-def test_table_is_r1_to_r12_with_design_priorities() -> None:
-    assert [c.id for c in CHANNELS] == [f"R{i}" for i in range(1, 13)]
+def test_table_is_r1_to_r12_with_design_priorities_plus_r13_off_by_default() -> None:
+    assert [c.id for c in CHANNELS] == [f"R{i}" for i in range(1, 14)]
     assert CHANNEL_NAMES == ("cpcv", "pbo", "jepa_stress", "factor_neutrality", "turnover",
                              "min_turnover", "ic", "novelty_pnl", "novelty_syntax", "motif_guard",
-                             "complexity", "format")
-    assert [c.priority for c in CHANNELS] == [3.0, 1.0, 0.4, 0.4, 1.0, 0.5, 0.2, 0.4, 0.2, 0.3, 0.2, 1.0]
+                             "complexity", "format", "brief_compliance")
+    assert [c.priority for c in CHANNELS] == [3.0, 1.0, 0.4, 0.4, 1.0, 0.5, 0.2, 0.4, 0.2, 0.3, 0.2, 1.0, 0.0]
+    # The seed's 12-channel setup is what an environment runs unless told otherwise.
+    assert [c.id for c in CHANNELS if c.default_on] == [f"R{i}" for i in range(1, 13)]
     assert [c.name for c in CHANNELS if c.group] == ["pbo"]
     assert [c.name for c in CHANNELS if c.needs] == ["jepa_stress"]
     assert channel("R7") is channel("ic")
@@ -192,3 +194,10 @@ def test_params_are_validated_and_round_trip() -> None:
         ChannelParams(cpcv_clip=math.inf)
     # a configured floor moves the ramp's end
     assert fn("min_turnover")(ok(turnover=0.045), p) == pytest.approx(-0.5)
+
+
+def test_r13_brief_compliance_passes_the_score_through_and_is_zero_without_a_brief() -> None:
+    assert fn("brief_compliance")(ok(brief_compliance=-0.25), P) == -0.25
+    assert fn("brief_compliance")(ok(), P) == 0.0
+    assert fn("brief_compliance")(ok(brief_compliance=-0.0), P) == 0.0 and math.copysign(
+        1.0, fn("brief_compliance")(ok(brief_compliance=-0.0), P)) == 1.0

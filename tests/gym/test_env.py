@@ -173,3 +173,25 @@ def test_hostile_answers_become_invalid_cards(env, answer, code) -> None:
     card = env.score(answer)
     assert not card.valid and card.error.code == code and card.reward < 0
     assert len(card.error.message) < 200 and "\n" not in card.error.message
+
+
+def test_brief_compliance_channel_scores_the_brief_when_switched_on(env) -> None:
+    """R13 is off in us46-default (cards keep the seed's 12 channels); switched on, it scores
+    each valid answer against the generated brief's checkable facets, and is 0 without one."""
+    from gymkit.briefs import check_compliance, generate_briefs
+    from gymkit.dsl import parse
+
+    assert "brief_compliance" not in env.channels
+    on = gymkit.make("us46-default", channels=[*env.channels, "brief_compliance"])
+    brief = generate_briefs(24)[5]
+    answers = [REVERSAL, tag("rank(sign(ts_corr(close - vwap, volume, 168)))"), tag("rank(clos)")]
+    cards = on.score_group(answers, brief=brief.text)
+    # the second answer follows this brief (vwap deviation, ~168 days, sign of a ts_corr)
+    assert cards[1].channels["brief_compliance"] == 0.0 > cards[0].channels["brief_compliance"]
+    for answer, card in zip(answers[:2], cards[:2], strict=True):
+        formula = answer.removeprefix("<alpha>").removesuffix("</alpha>")
+        want = check_compliance(parse(formula), brief).score
+        assert card.channels["brief_compliance"] == want + 0.0 and -1.0 <= want <= 0.0
+    assert cards[2].channels["brief_compliance"] == 0.0  # invalid answers score 0 here
+    assert {c.channels["brief_compliance"] for c in on.score_group(answers[:2])} == {0.0}
+    assert on.fingerprint != env.fingerprint

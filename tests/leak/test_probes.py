@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "30ec8d907b8bec5c40b5f31fa715d8efe5c5c9081aaee3c8f1f483a9eb9d9c73"
+FROZEN_ENV_FINGERPRINT = "41bcd96ae8b36eda5cd6e975b15f4454a7faecddd418c60d601417c4bf557fa5"
 FROZEN_ARCHIVE_DIGEST = "8dad323beb32e01ef245413a9d799cc8191b45d3c5ed6f16fc405e61484bc213"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '82f0f5d7ecf4a7279e189b0958818564f7ca86e662b4813df775e9b11d54208b',
+     'a4dd1c89efa57dd139e6dd89ccafbf5a30b7cbc910df36f5840025ba8c01f7c7',
      1.2085037584152454, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '31fc7461b2f12c36c29b93ee8e6b657c6ae2d451547ef60e2a581b1ed767787d',
+     '2b43a0110c121e56a01020d96ae1d4596a8a850ba2a69e9cc67277ed787ff071',
      1.895209949646007, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'ddca03f026d6db67625682d8e91ff9eb24d1a49f2d19375f617a509889b17125',
+     '0eb6567cb76678b97f088dc42a1529f5fea67cec091c97de5e0ab5f4ab5ef6d3',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '21598599019981182aea1420b3cd2d7acea42b83963b3af726c1357a6e64a2a4',
+     'b810868ec494902f7f1b184c1ef678401c20e256ed753edb6b2a5efc0236d72b',
      -2.9000000000000004, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     'f24f1e3058101906d38810411ce81d24cb2c53b2d8bb0817c18d075ef2ceec39',
+     '3b781aa2b5f44e47885bd116439c773e135f90c964fe8554309d15f59d7cc696',
      -2.4000000000000004, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '4c8240613523f1ccae7ee3ff0c275b24aba94586eeb8d3e53c35a794c8cb3c18',
+     'd01dd25ba22df54e499e0964a375c9cc2cff6956f5015a328e3dcb0341ab817c',
      -3.8522202859759105, -1.1663636245661582),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '01cee67b9bf663b3bf4a508a333dab6f96bc57840d19a065bcbce115e9de7745',
+     'bb78b1d95be537ef380f11d1d50362cc4cdada5f7152a385f5a2b13113275133',
      -2.1717078423282548, -0.6541933126468962),
 )
 

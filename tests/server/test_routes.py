@@ -21,7 +21,7 @@ def srv(env):
 
 
 def test_probes_info_and_openapi(srv, env) -> None:
-    """Assertion: health/ready up; info carries fingerprints, 12-row channel table, limits;
+    """Assertion: health/ready up; info carries fingerprints, the whole channel table (R1-R13), limits;
     the spec lists every route."""
     with srv.client() as c:
         assert c.get("/health").json() == {"status": "ok"}
@@ -31,7 +31,7 @@ def test_probes_info_and_openapi(srv, env) -> None:
     assert ready["ready"] and ready["workers_alive"] == 2
     assert info["env_fingerprint"] == env.fingerprint
     assert info["data_fingerprint"] == env.data_fingerprint
-    assert len(info["channels"]) == 12
+    assert len(info["channels"]) == 13 and info["channels"][-1]["name"] == "brief_compliance"
     assert [r["name"] for r in info["channels"] if r["active"]] == list(env.channels)
     assert info["limits"]["max_completions"] == srv.settings.max_completions
     assert ROUTES <= set(spec["paths"])

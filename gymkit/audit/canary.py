@@ -149,15 +149,75 @@ def server_present() -> bool:
 
 
 def server_observations(env: Any, answers: list[str]) -> list[tuple[str, str]] | None:
-    """Responses of the verifier server to ``answers``, or None when not wired.
+    """Responses of the verifier server, run for the canaried ``env``, to ``answers``.
 
-    Hook (not wired yet): ``gymkit.server.app.create_app(env, pool, settings)`` needs a
-    started ``WorkerPool`` whose workers score the canaried environment; once that is
-    possible in-process, return ``("server.<route>", response body)`` pairs for /v1/info,
-    /v1/score_group, /v1/archive, /get_reward and a few error responses — the canary check
-    searches them like every other observation.
+    Starts the real server (uvicorn on 127.0.0.1, an ephemeral port, one worker forked from
+    this process after ``env`` was built), sends the routes a trainer fleet uses — info,
+    archive, score, score_group, the OpenRLHF route — plus two error responses, and returns
+    ``("server.<route>", body)`` pairs.  Loopback only; every wait is bounded.  None when the
+    server extra is not installed.
     """
-    return None
+    try:
+        import httpx
+
+        from gymkit.server import ServerSettings, build_server
+    except ImportError:
+        return None
+    import socket
+    import threading
+    import time
+
+    settings = ServerSettings(workers=1, port=0, header_timeout_s=2.0, body_timeout_s=5.0,
+                              graceful_timeout_s=10.0)
+    server, pool = build_server(settings, env, log_level="warning")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    out: list[tuple[str, str]] = []
+    try:
+        deadline = time.monotonic() + 60.0
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the verifier server did not start for the canary check")
+            time.sleep(0.02)
+        requests = [
+            ("GET", "/v1/info", None), ("GET", "/v1/archive", None),
+            ("POST", "/v1/score", {"completions": answers}),
+            ("POST", "/v1/score_group", {"completions": answers}),
+            ("POST", "/get_reward", {"query": answers[:1]}),
+            ("POST", "/v1/score", {"completions": "not a list"}),
+            ("POST", "/v1/score", {"completions": answers, "unknown": 1}),
+        ]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60.0) as client:
+            for method, route, body in requests:
+                r = client.request(method, route, json=body)
+                out += _server_response(f"server.{route.strip('/').replace('/', '.')}", r.text)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30.0)
+        pool.close()
+        sock.close()
+    return out
+
+
+def _server_response(where: str, text: str) -> list[tuple[str, str]]:
+    """A server response as observations: card bodies with the documented-exposure fields
+    split out under the same paths as in-process cards (so they are reported, not failed)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return [(where, text)]
+    out: list[tuple[str, str]] = []
+    for entry in body.get("cards", []) if isinstance(body, dict) else []:
+        card = entry.get("card") if isinstance(entry, dict) else None
+        if isinstance(card, dict) and isinstance(card.get("metrics"), dict):
+            nearest = (card["metrics"].get("novelty") or {}).get("nearest")
+            if nearest is not None:
+                out.append(("card.metrics.novelty.nearest", str(nearest)))
+            card["metrics"] = _scrub(card["metrics"])
+    return [*out, (where, json.dumps(body))]
 
 
 def _scrub(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 import gymkit.scoring as scoring
 from gymkit.audit.canary import (
     CanaryPlant,
     check_canaries,
     collect_observations,
     plant_canaries,
-    server_observations,
 )
 from gymkit.env import Environment
 
@@ -109,12 +106,33 @@ def test_gold_reasoning_echoed_in_a_card_is_caught(monkeypatch, cheap_target) ->
     assert any(d.startswith("LEAK gold canary in card.formula") for d in res.detail), res.detail
 
 
-def test_server_responses_hook(cheap_target) -> None:
-    """Server responses are searched like every other observation once the hook is wired;
-    until then it returns None and this test says so (skipped, visibly)."""
-    obs = server_observations(cheap_target.env, ANSWERS)
-    if obs is None:
-        pytest.skip("server responses not searched yet: wire gymkit.audit.canary."
-                    "server_observations to gymkit.server")
-    plant = CanaryPlant()
-    assert not any(plant.hits(text) for _, text in obs)
+def test_server_responses_are_searched_and_a_leaky_server_is_caught(cheap_target, monkeypatch) -> None:
+    """Server responses are searched like every other observation; a broken variant whose
+    server echoes the private config description in every error is caught."""
+    res = check_canaries(cheap_target)
+    assert res.passed, res.detail
+    assert any(d.startswith("server: ") and "responses searched" in d for d in res.detail), res.detail
+
+    import gymkit.server.app as app_module
+
+    real_error_bytes = app_module._error_bytes
+
+    def leaky_error_bytes(code: str, message: str) -> bytes:
+        env = leaky_error_bytes.env
+        return real_error_bytes(code, f"{message} ({env.config.description})")
+
+    import importlib
+
+    serve_module = importlib.import_module("gymkit.server.serve")  # `serve` is also a function
+
+    real_create = serve_module.create_app
+
+    def create(env, pool, settings=None):
+        leaky_error_bytes.env = env
+        return real_create(env, pool, settings)
+
+    monkeypatch.setattr(app_module, "_error_bytes", leaky_error_bytes)
+    monkeypatch.setattr(serve_module, "create_app", create)
+    res = check_canaries(cheap_target)
+    assert not res.passed
+    assert any(d.startswith("LEAK secret canary in server.") for d in res.detail), res.detail

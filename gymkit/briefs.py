@@ -31,7 +31,6 @@ briefs solved (valid and reward > ``threshold``) in some but not all tries.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -43,6 +42,7 @@ import numpy as np
 from gymkit.dsl.analysis import node_count
 from gymkit.dsl.ast import Call, Field, Node, Num, Window
 from gymkit.dsl.operators import FIELDS
+from gymkit.jsonl import read_jsonl
 
 __all__ = [
     "DEFAULT_N",
@@ -503,20 +503,8 @@ class DifficultyReport:
 
 def read_samples(path: str) -> list[dict[str, str]]:
     """Read a JSONL file of ``{"brief_id", "completion"}`` rows (other keys kept, ignored)."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("brief_id"), str) \
-                    or not isinstance(row.get("completion"), str):
-                raise ValueError(f"{path}:{lineno}: need string fields brief_id and completion")
-            rows.append(row)
-    return rows
+    return read_jsonl(path, ("brief_id", "completion"),
+                      "need string fields brief_id and completion")
 
 
 def difficulty_filter(samples: Iterable[dict[str, str]], briefs: Sequence[Brief], env: Any,

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from gymkit.jsonl import read_jsonl
+
 __all__ = [
     "EXCESS_TURNOVER",
     "HOLDOUT_CLIP",
@@ -65,20 +67,10 @@ def family_of(canonical: str) -> str:
 
 def read_answers(path: str | Path) -> list[dict[str, str]]:
     """Read answer rows (module doc); errors name the file and line."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("completion"), str):
-                raise ValueError(f"{path}:{lineno}: need a string field 'completion'")
-            row.setdefault("checkpoint", "0")
-            row["checkpoint"] = str(row["checkpoint"])
-            rows.append(row)
+    rows = read_jsonl(path, ("completion",), "need a string field 'completion'")
+    for row in rows:
+        row.setdefault("checkpoint", "0")
+        row["checkpoint"] = str(row["checkpoint"])
     if not rows:
         raise ValueError(f"{path}: no answers")
     return rows

@@ -71,21 +71,16 @@ def _rolling_mean(x: np.ndarray, d: int) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def _rolling_std(x: np.ndarray, d: int) -> np.ndarray:
+    # Two-pass std (ddof=1) around the window mean of _rolling_mean: the mean is the same
+    # left-to-right sum, so NaN windows and every bit of m are shared.
     t_n, n = x.shape
+    mean = _rolling_mean(x, d)
     out = np.full((t_n, n), np.nan)
     for j in range(n):
         for t in range(d - 1, t_n):
-            s = 0.0
-            ok = True
-            for k in range(t - d + 1, t + 1):
-                v = x[k, j]
-                if not np.isfinite(v):
-                    ok = False
-                    break
-                s += v
-            if not ok:
+            m = mean[t, j]
+            if not np.isfinite(m):
                 continue
-            m = s / d
             ss = 0.0
             for k in range(t - d + 1, t + 1):
                 e = x[k, j] - m

@@ -74,17 +74,26 @@ def synthetic_panel(seed: int = 0, t: int = 160, n: int = 7) -> Panel:
                  cap=close * 1e6, sector=groups, industry=[f"i{i % 4}" for i in range(n)])
 
 
-def _perturb_row(panel: Panel, s: int, seed: int) -> Panel:
-    rng = np.random.default_rng(seed)
+def _edit_fields(panel: Panel, edit) -> Panel:
+    """``panel`` with ``edit(copy)`` applied, in place, to a copy of every base field and cap."""
     fields = {}
     for name in (*BASE_FIELDS, "cap"):
         a = getattr(panel, name)
         if a is None:
             continue
         a = np.array(a)
-        a[s] = a[s] * rng.uniform(0.5, 1.5, a.shape[1])
+        edit(a)
         fields[name] = a
     return panel.replace(**fields)
+
+
+def _perturb_row(panel: Panel, s: int, seed: int) -> Panel:
+    rng = np.random.default_rng(seed)
+
+    def edit(a: np.ndarray) -> None:
+        a[s] = a[s] * rng.uniform(0.5, 1.5, a.shape[1])
+
+    return _edit_fields(panel, edit)
 
 
 def observed_lookback(expr: Node, panel: Panel, rows: tuple[int, ...] = (60, 90)) -> tuple[int, int]:
@@ -156,15 +165,11 @@ def check_static_lookback(target: AuditTarget | None = None) -> CheckResult:
 def scramble_after(panel: Panel, cut: int, seed: int) -> Panel:
     """``panel`` with every field after row ``cut`` replaced by random positive values."""
     rng = np.random.default_rng(seed)
-    fields = {}
-    for name in (*BASE_FIELDS, "cap"):
-        a = getattr(panel, name)
-        if a is None:
-            continue
-        a = np.array(a)
+
+    def edit(a: np.ndarray) -> None:
         a[cut + 1:] = rng.uniform(0.5, 2.0, a[cut + 1:].shape) * np.nanmean(a)
-        fields[name] = a
-    return panel.replace(**fields)
+
+    return _edit_fields(panel, edit)
 
 
 def future_perturbation_diff(expr: Node, panel: Panel, later: Panel, cut: int, split, *,

@@ -50,13 +50,10 @@ from .scoring import (
     ScoringSetup,
     card_metrics,
     facts_of,
-    gate_book,
-    gate_text,
     novelty_of,
     risk_channels,
-    run_oracle,
-    run_stress,
     scalar_reward,
+    score_answers,
 )
 from .seed_archive import seeded_archive
 
@@ -162,15 +159,7 @@ class Environment:
         if isinstance(completions, str):
             raise TypeError("score_group takes a sequence of completions, not one string")
         setup = self.setup
-        states: list[AnswerState] = []
-        for c in completions:
-            t0 = time.perf_counter()
-            st = gate_text(c, setup)
-            run_oracle(st, setup)
-            gate_book(st, setup)
-            run_stress(st, setup)
-            st.timings["wall"] = time.perf_counter() - t0
-            states.append(st)
+        states: list[AnswerState] = score_answers(completions, setup)
         seen: dict[str, int] = {}
         novelties = []
         for st in states:

@@ -31,7 +31,17 @@ import numpy as np
 
 from gymkit.data.panel import Panel
 from gymkit.data.splits import Split
-from gymkit.dsl import DSLError, canonical, extract, lookback, motifs, node_count, parse, to_text
+from gymkit.dsl import (
+    DSLError,
+    canonical,
+    canonical_key,
+    extract,
+    lookback,
+    motifs,
+    node_count,
+    parse,
+    to_text,
+)
 from gymkit.dsl.ast import Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
@@ -60,6 +70,7 @@ __all__ = [
     "run_oracle",
     "run_stress",
     "scalar_reward",
+    "score_answers",
 ]
 
 
@@ -191,6 +202,36 @@ def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
             out[w.name] = s if math.isfinite(s) else -setup.params.cpcv_clip
         st.stress = out
     st.timings["stress"] = time.perf_counter() - t0
+
+
+def score_answers(completions: Sequence[object], setup: ScoringSetup) -> list[AnswerState]:
+    """Layers 1 and 2 (plus the stress re-scores) for a group's answers, in order.
+
+    Answers with equal :func:`~gymkit.dsl.canonical_key` (bit-identical values by that key's
+    contract, so bit-identical backtests) are checked once per group: later copies take the
+    first copy's backtest, book-gate verdict and stress scores, and report zero time for
+    those phases.  A collapsed GRPO group (many samples of one formula) then costs one
+    backtest, not G.  Never raises on bad answers.
+    """
+    first_of: dict[str, AnswerState] = {}
+    states: list[AnswerState] = []
+    for c in completions:
+        t0 = time.perf_counter()
+        st = gate_text(c, setup)
+        key = canonical_key(st.expr) if st.error is None and st.expr is not None else None
+        done = first_of.get(key) if key is not None else None
+        if done is not None:
+            st.error, st.bt, st.stress = done.error, done.bt, done.stress
+            st.timings.update(evaluate=0.0, book=0.0, cpcv=0.0, factors=0.0, stress=0.0)
+        else:
+            run_oracle(st, setup)
+            gate_book(st, setup)
+            run_stress(st, setup)
+            if key is not None:
+                first_of[key] = st
+        st.timings["wall"] = time.perf_counter() - t0
+        states.append(st)
+    return states
 
 
 def stress_drop(st: AnswerState) -> float:

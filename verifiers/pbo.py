@@ -54,6 +54,18 @@ __all__ = [
 RANK_DROP_SCALE = 0.48
 
 
+def _descending_ranks(x: np.ndarray) -> np.ndarray:
+    """0-based ranks of ``x`` from the largest (0 = best), ties averaged: equal to
+    ``scipy.stats.rankdata(-x, method="average") - 1`` bit for bit (every rank is an exact
+    half-integer).  An O(G²) count for groups of up to 256 answers, where this is ~20x faster
+    than rankdata (R2 ranks 2 × 15 splits per group); rankdata above that."""
+    if x.shape[0] > 256:
+        return rankdata(-x, method="average") - 1.0
+    greater = (x[None, :] > x[:, None]).sum(axis=1)
+    equal = (x[None, :] == x[:, None]).sum(axis=1)
+    return greater + 0.5 * (equal - 1)
+
+
 def rank_drop_penalty(is_sharpe: np.ndarray, oos_sharpe: np.ndarray, scale: float = RANK_DROP_SCALE) -> np.ndarray:
     """Return the (G,) R2 penalties ``−scale·max(0, rank_oos − rank_is)/(G−1)`` (module doc)."""
     a = np.asarray(is_sharpe, dtype=np.float64)
@@ -65,8 +77,8 @@ def rank_drop_penalty(is_sharpe: np.ndarray, oos_sharpe: np.ndarray, scale: floa
     g = int(ok.sum())
     if g < 2:
         return out
-    rank_is = rankdata(-a[ok], method="average") - 1.0  # 0 = best
-    rank_oos = rankdata(-b[ok], method="average") - 1.0
+    rank_is = _descending_ranks(a[ok])
+    rank_oos = _descending_ranks(b[ok])
     out[ok] = -scale * np.maximum(0.0, rank_oos - rank_is) / (g - 1)
     return out + 0.0  # no negative zeros
 

@@ -53,7 +53,6 @@ def test_a_logged_secret_is_caught(caplog, monkeypatch, cheap_target) -> None:
         return real(completion, setup)
 
     monkeypatch.setattr(scoring, "gate_text", chatty)
-    monkeypatch.setattr("gymkit.env.gate_text", chatty)
     with caplog.at_level(logging.INFO):
         collect_observations(env, ANSWERS)
     assert plant.hits(caplog.text) == {"holdout"}
@@ -84,7 +83,7 @@ def test_holdout_data_in_an_error_message_is_caught(monkeypatch, cheap_target) -
                                  f"{' '.join(setup.train.tickers)})", st.error.position)
         return st
 
-    monkeypatch.setattr("gymkit.env.gate_text", leaky)
+    monkeypatch.setattr(scoring, "gate_text", leaky)
     res = check_canaries(cheap_target)
     assert not res.passed
     leaks = [d for d in res.detail if d.startswith("LEAK holdout canary")]
@@ -100,7 +99,7 @@ def test_gold_reasoning_echoed_in_a_card_is_caught(monkeypatch, cheap_target) ->
         st.formula = completion
         return st
 
-    monkeypatch.setattr("gymkit.env.gate_text", echo)
+    monkeypatch.setattr(scoring, "gate_text", echo)
     res = check_canaries(cheap_target)
     assert not res.passed
     assert any(d.startswith("LEAK gold canary in card.formula") for d in res.detail), res.detail

@@ -44,10 +44,11 @@ def test_without_the_empty_book_gate_inaction_pays(monkeypatch, cheap_target) ->
     archive (the old rule), and R8/R9 pay a two-motif ``x - x`` (which the motif guard does
     not cap) a positive reward, which the non-triviality check must catch."""
     import gymkit.env as env_module
+    import gymkit.scoring as scoring_module
     from gymkit.audit.target import AuditTarget
     from gymkit.scoring import Novelty
 
-    monkeypatch.setattr(env_module, "gate_book", lambda st, setup: None)
+    monkeypatch.setattr(scoring_module, "gate_book", lambda st, setup: None)
     cfg = cheap_target.config
     no_gate = AuditTarget(cfg.replace(channels=tuple(c for c in cfg.channels if c != "min_turnover")),
                           cheap_target.market, cheap_target.spec)

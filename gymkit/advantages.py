@@ -60,11 +60,13 @@ class AdvantageInfo:
 def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (z, std): each column of (G, K) ``channels`` standardised with population std.
 
-    A column whose std is 0 (constant within the group) becomes all zeros.
+    A column that is constant within the group (every entry equal, tested exactly: the mean
+    of G equal floats can differ from them by an ulp, which would turn rounding noise into a
+    full ±1 signal) has std 0 and becomes all zeros.
     """
     x = np.asarray(channels, dtype=np.float64)
     mean = x.mean(axis=0)
-    std = x.std(axis=0)
+    std = np.where(x.max(axis=0) == x.min(axis=0), 0.0, x.std(axis=0)) if x.size else x.std(axis=0)
     safe = np.where(std > 0, std, 1.0)
     z = np.where(std > 0, (x - mean) / safe, 0.0)
     return z, std
@@ -73,8 +75,9 @@ def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def grpo_advantages(rewards: np.ndarray) -> np.ndarray:
     """Plain GRPO advantages of a scalar reward: (r − mean) / std (population; 0 if constant)."""
     r = np.asarray(rewards, dtype=np.float64)
-    std = r.std()
-    return np.zeros_like(r) if std == 0 else (r - r.mean()) / std
+    if r.size == 0 or r.max() == r.min():  # exactly constant (see standardise_channels)
+        return np.zeros_like(r)
+    return (r - r.mean()) / r.std()
 
 
 def _check_inputs(channels: np.ndarray, priorities: np.ndarray, valid: np.ndarray) -> None:

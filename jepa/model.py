@@ -6,18 +6,23 @@ Shapes: a batch of windows is (B, N stocks, C = 7 features + 1 mask flag, W days
   mean- and max-pooled, projected to H = 64; one pre-norm transformer layer *across stocks*
   (4 heads) so a stock's latent sees the others (correlation structure lives between
   stocks); a linear map to the latent, D = 32 per stock.
-* :class:`Predictor` — narrow MLP (2D → 64 → 64 → D) of [own latent, mean latent of the
-  window], added to the layer-normed own latent: predicts each stock's latent of the *next*
-  window (starts as persistence, learns the change).
+* :class:`AnchoredPredictor` (the shipped one, ``predictor_kind="anchored"``) — a gated
+  residual on persistence: the layer-normed current latent, pulled by a learnt rate toward
+  the stock's anchor (running mean of its targets), plus a gated MLP whose gate starts at 0
+  and is penalised; :class:`Predictor` (``"residual"``, the first model) — narrow MLP
+  (2D → 64 → 64 → D) of [own latent, mean latent] added to the layer-normed own latent.
+  With ``predictor_input="frozen"`` the predictor reads the frozen (target) encoder's latent
+  at inference and learns on both that and the online latent of the masked context.
 * :class:`GeometryHead` — MLP of [mean, std over stocks] of the predicted latents → the 9
   correlation-geometry targets of the next window (:mod:`.geometry`), standardised.
-* The target encoder is an EMA copy of the encoder (momentum 0.996 → 1.0 on a cosine
+* The target encoder is an EMA copy of the encoder (momentum 0.99 → 1.0 on a cosine
   schedule), never trained by gradient; targets are layer-normed (no affine) and detached.
 
 Loss (:func:`jepa_loss`): smooth-L1(prediction, target) + ``var_weight``·variance hinge +
 ``cov_weight``·covariance penalty on the context latents (rows = batch × stocks, plus the
 per-stock spread across windows, so latents cannot go constant across windows) +
-``aux_weight`` (0.1)·MSE of the geometry head.
+``aux_weight`` (0.1)·MSE of the geometry head + ``self_weight``·smooth-L1(masked context's
+latent, target latent of the full context window) + ``gate_weight``·g² (anchored predictor).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["JEPA", "Encoder", "GeometryHead", "JEPAConfig", "ParamDecoder", "Predictor", "jepa_loss",
+__all__ = ["JEPA", "AnchoredPredictor", "Encoder", "GeometryHead", "JEPAConfig", "ParamDecoder", "Predictor", "jepa_loss",
            "make_masks"]
 
 
@@ -48,11 +53,11 @@ class JEPAConfig:
     n_geometry: int = 9
     mask_ratio: float = 0.25
     mask_span: int = 8
-    ema_start: float = 0.996
+    ema_start: float = 0.99
     ema_end: float = 1.0
     aux_weight: float = 0.1
     var_weight: float = 1.0
-    cov_weight: float = 0.04
+    cov_weight: float = 1.0
     epochs: int = 16
     batch: int = 16
     lr: float = 1e-3
@@ -61,6 +66,14 @@ class JEPAConfig:
     stride: int = 4
     val_days: int = 504
     seed: int = 20250820
+    self_weight: float = 1.0
+    predictor_kind: str = "anchored"
+    gate_weight: float = 0.1
+    n_stocks: int = 46
+    select_days: int = 378
+    predictor_input: str = "frozen"
+    pull_init: float = -1.5
+    anchor_momentum: float = 0.98
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict."""
@@ -118,6 +131,43 @@ class Predictor(nn.Module):
         return F.layer_norm(z, (self.latent,)) + self.net(torch.cat([z, ctx], dim=-1))
 
 
+class AnchoredPredictor(nn.Module):
+    """Current latents (B, N, D) → next-window latents: a gated residual on persistence.
+
+    ``p = ẑ + ρ ⊙ (a_i − ẑ) + g · MLP([ẑ, mean ẑ])`` with ẑ the layer-normed current latent,
+    a_i stock i's anchor — a running mean (momentum ``anchor_momentum``) of its layer-normed
+    target latents over the training pairs (a per-stock identity, not a gradient parameter)
+    — ρ = sigmoid(per-dim rate) the learnt pull toward it (mean reversion of the stock's
+    regime; starts at sigmoid(``pull_init``)) and g a learnt scalar gate on the free MLP,
+    initialised at 0 and penalised by ``gate_weight``·g² (:func:`jepa_loss`): the predictor
+    starts as (nearly) persistence and departs from it only as far as the training pairs pay.
+    """
+
+    def __init__(self, c: JEPAConfig) -> None:
+        super().__init__()
+        if c.n_stocks < 1:
+            raise ValueError("the anchored predictor needs n_stocks >= 1 in the JEPAConfig")
+        self.latent = c.latent
+        self.momentum = c.anchor_momentum
+        h = c.pred_hidden
+        self.register_buffer("anchor", torch.zeros(c.n_stocks, c.latent))
+        self.rate = nn.Parameter(torch.full((c.latent,), float(c.pull_init)))
+        self.gate = nn.Parameter(torch.zeros(()))
+        self.net = nn.Sequential(nn.Linear(2 * c.latent, h), nn.GELU(), nn.Linear(h, h), nn.GELU(),
+                                 nn.Linear(h, c.latent))
+
+    @torch.no_grad()
+    def update_anchor(self, target: torch.Tensor) -> None:
+        """anchor ← m·anchor + (1 − m)·(batch mean of the (B, N, D) layer-normed targets)."""
+        self.anchor.mul_(self.momentum).add_(target.mean(dim=0), alpha=1.0 - self.momentum)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        base = F.layer_norm(z, (self.latent,))
+        ctx = base.mean(dim=1, keepdim=True).expand_as(base)
+        pull = torch.sigmoid(self.rate) * (self.anchor - base)
+        return base + pull + self.gate * self.net(torch.cat([base, ctx], dim=-1))
+
+
 class GeometryHead(nn.Module):
     """Predicted latents (B, N, D) → standardised geometry targets (B, 9)."""
 
@@ -154,7 +204,7 @@ class JEPA(nn.Module):
         self.target = copy.deepcopy(self.encoder)
         for p in self.target.parameters():
             p.requires_grad_(False)
-        self.predictor = Predictor(c)
+        self.predictor = AnchoredPredictor(c) if c.predictor_kind == "anchored" else Predictor(c)
         self.geometry = GeometryHead(c)
 
     def n_trainable(self) -> int:
@@ -226,16 +276,37 @@ def variance_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def jepa_loss(model: JEPA, x_ctx: torch.Tensor, x_next: torch.Tensor, geom_next: torch.Tensor,
-              ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Total loss and its parts for one batch (module doc)."""
+              x_full: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+    """Total loss and its parts for one batch (module doc).
+
+    ``x_full``: the unmasked context window; with ``self_weight`` > 0 the masked context's
+    layer-normed latent must also match the target encoder's latent of the full window (the
+    I-JEPA masked-prediction term), which keeps the online encoder on the target's latent —
+    the predictor's persistence base — instead of drifting away from it.
+    """
     c = model.config
     z = model.encoder(x_ctx)
     pred = model.predictor(z)
+    frozen = c.predictor_input == "frozen" and x_full is not None
     with torch.no_grad():
         tgt = F.layer_norm(model.target(x_next), (c.latent,))
+        cur = model.target(x_full) if (frozen or c.self_weight > 0) and x_full is not None else None
     l_pred = F.smooth_l1_loss(pred, tgt)
+    if frozen:  # the predictor also learns on the frozen latent it reads at inference
+        l_pred = 0.5 * (l_pred + F.smooth_l1_loss(model.predictor(cur), tgt))
+    if isinstance(model.predictor, AnchoredPredictor):
+        model.predictor.update_anchor(tgt)
     var, cov = variance_covariance(z)
     l_aux = F.mse_loss(model.geometry(pred), geom_next)
     total = l_pred + c.var_weight * var + c.cov_weight * cov + c.aux_weight * l_aux
     parts = {"total": total, "pred": l_pred, "var": var, "cov": cov, "aux": l_aux}
+    if c.self_weight > 0 and cur is not None:
+        l_self = F.smooth_l1_loss(F.layer_norm(z, (c.latent,)), F.layer_norm(cur, (c.latent,)))
+        total = total + c.self_weight * l_self
+        parts["self"] = l_self
+    if c.gate_weight > 0 and isinstance(model.predictor, AnchoredPredictor):
+        l_gate = model.predictor.gate ** 2
+        total = total + c.gate_weight * l_gate
+        parts["gate"] = l_gate
+    parts["total"] = total
     return total, {k: float(v.detach()) for k, v in parts.items()}

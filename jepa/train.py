@@ -56,6 +56,8 @@ def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int 
         cfg = dataclasses.replace(cfg, epochs=int(epochs))
     if seed is not None:
         cfg = dataclasses.replace(cfg, seed=int(seed))
+    if cfg.n_stocks != panel.N:  # the predictor's per-stock anchors are sized by the panel
+        cfg = dataclasses.replace(cfg, n_stocks=int(panel.N))
     t0 = time.perf_counter()
     data = prepare(panel, cfg)
     model, history = train_jepa(data, cfg, threads=threads, device=device, progress=progress)

@@ -4,7 +4,10 @@ Samples are pairs of consecutive windows of W = 126 return days: the context win
 start s (masked: 25% of stock-day cells in 8-day spans) and the next window at s + W (the
 target, unmasked, through the EMA encoder).  The last ``val_days`` (504) return days of the
 train panel are never a training target: pairs whose next window reaches into them are the
-*late-train* validation pairs of the predictor-vs-persistence gate.
+*late-train* validation pairs of the predictor-vs-persistence gate (reported, never used to
+choose anything).  With ``select_days`` > 0 the days just before them are not a training
+target either: pairs whose next window lies there form the *selection* slice, the one set
+hyper-parameters may be chosen on.
 
 Determinism: one ``numpy.random.Generator(PCG64(seed))`` draws the batch order and the masks;
 ``torch.manual_seed(seed)`` the initial weights; ``torch.use_deterministic_algorithms(True)``
@@ -49,6 +52,7 @@ class TrainingData:
     feats: np.ndarray  # (D, N, 6) float32
     fit_starts: np.ndarray  # context starts of training pairs
     val_starts: np.ndarray  # context starts of late-train validation pairs
+    sel_starts: np.ndarray  # context starts of selection pairs (held out of training, before val)
     geom: np.ndarray  # (D - 2W + 1, 9) standardised next-window geometry by context start (0 = unused)
     geom_mean: np.ndarray
     geom_std: np.ndarray
@@ -65,21 +69,25 @@ def prepare(panel: Panel, c: JEPAConfig) -> TrainingData:
     scales = FeatureScales.fit(m)
     feats = day_features(m, scales)
     d, w = feats.shape[0], c.window
-    if d < 2 * w + c.val_days + 10 * c.stride:
-        raise ValueError(f"the JEPA needs at least {2 * w + c.val_days + 10 * c.stride} train "
-                         f"days, got {d}")
+    need = 2 * w + c.val_days + c.select_days + 10 * c.stride
+    if d < need:
+        raise ValueError(f"the JEPA needs at least {need} train days, got {d}")
     fit_end = d - c.val_days  # next windows of training pairs end before this day
-    fit_starts = np.arange(0, fit_end - 2 * w + 1, c.stride, dtype=np.int64)
+    train_end = fit_end - c.select_days  # ... and before the selection slice, if any
+    fit_starts = np.arange(0, train_end - 2 * w + 1, c.stride, dtype=np.int64)
     val_starts = np.arange(fit_end - w, d - 2 * w + 1, c.stride, dtype=np.int64)
+    sel_starts = (np.arange(train_end - w, fit_end - 2 * w + 1, c.stride, dtype=np.int64)
+                  if c.select_days else np.zeros(0, dtype=np.int64))
     r = np.diff(m.log_close, axis=0)
-    used = np.union1d(fit_starts, val_starts)
+    used = np.union1d(np.union1d(fit_starts, val_starts), sel_starts)
     # geometry of the next window (drift against the context window): interleave (ctx, next)
     idx = used[:, None] + np.arange(w)[None, :]
     pairs = np.stack([r[idx], r[idx + w]], axis=1).reshape(-1, w, r.shape[1])
     geom = np.zeros((d - 2 * w + 1, 9))
     geom[used] = geometry_of_windows(pairs)[1::2]
     gm, gs = geom[fit_starts].mean(axis=0), geom[fit_starts].std(axis=0)
-    return TrainingData(panel, m, scales, feats, fit_starts, val_starts, (geom - gm) / gs, gm, gs)
+    return TrainingData(panel, m, scales, feats, fit_starts, val_starts, sel_starts, (geom - gm) / gs,
+                        gm, gs)
 
 
 def _batch(data: TrainingData, starts: np.ndarray, c: JEPAConfig, mask: np.ndarray | None,
@@ -95,11 +103,14 @@ def set_determinism(threads: int) -> None:
 
 
 def train_jepa(data: TrainingData, c: JEPAConfig, *, threads: int = 1, device: str = "cpu",
-               progress: bool = True, log=sys.stderr) -> tuple[JEPA, list[dict[str, float]]]:
+               progress: bool = True, log=sys.stderr, on_epoch=None) -> tuple[JEPA, list[dict[str, float]]]:
     """Train phase 1 (module doc); returns the model (on CPU) and the per-epoch history.
 
-    History rows: epoch, mean train losses (total, pred, var, cov, aux), late-train
-    validation prediction loss ``val_pred`` and the persistence baseline ``val_persist``.
+    History rows: epoch, mean train losses (total, pred, var, cov, aux, and self / gate when
+    active), late-train validation prediction loss ``val_pred`` and the persistence baseline
+    ``val_persist`` (reported, never used to choose anything), and with ``select_days`` the
+    same on the selection slice (``sel_pred``, ``sel_persist``).  ``on_epoch(model, row)`` is
+    called after each epoch (sweeps use it to log extra figures).
     """
     set_determinism(threads)
     torch.manual_seed(c.seed)
@@ -127,8 +138,10 @@ def train_jepa(data: TrainingData, c: JEPAConfig, *, threads: int = 1, device: s
             mask = make_masks(rng, s.size, data.feats.shape[1], c)
             x_ctx = _batch(data, s, c, mask, device)
             x_next = _batch(data, s + c.window, c, None, device)
+            x_full = (_batch(data, s, c, None, device)
+                      if c.self_weight > 0 or c.predictor_input == "frozen" else None)
             geom = torch.from_numpy(data.geom[s].astype(np.float32)).to(device)
-            loss, parts = jepa_loss(model, x_ctx, x_next, geom)
+            loss, parts = jepa_loss(model, x_ctx, x_next, geom, x_full)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -137,9 +150,14 @@ def train_jepa(data: TrainingData, c: JEPAConfig, *, threads: int = 1, device: s
                 sums[k] = sums.get(k, 0.0) + v / per_epoch
             step += 1
         vp, vb = prediction_losses(model, data, data.val_starts, device=device)
-        row = {"epoch": epoch + 1, **sums, "val_pred": vp, "val_persist": vb,
-               "seconds": time.perf_counter() - t0}
+        row = {"epoch": epoch + 1, **sums, "val_pred": vp, "val_persist": vb}
+        if data.sel_starts.size:
+            row["sel_pred"], row["sel_persist"] = prediction_losses(model, data, data.sel_starts,
+                                                                    device=device)
+        row["seconds"] = time.perf_counter() - t0
         history.append(row)
+        if on_epoch is not None:
+            on_epoch(model, row)
         if progress:
             print(f"\rjepa epoch {epoch + 1}/{c.epochs}  loss {sums['total']:.4f}  pred "
                   f"{sums['pred']:.4f}  aux {sums['aux']:.3f}  val {vp:.4f} vs persistence {vb:.4f}"
@@ -165,7 +183,8 @@ def prediction_losses(model: JEPA, data: TrainingData, starts: np.ndarray, *,
         x_next = _batch(data, s + c.window, c, None, device)
         tgt = F.layer_norm(model.target(x_next), (c.latent,))
         cur = F.layer_norm(model.target(x_ctx), (c.latent,))
-        pred = model.predictor(model.encoder(x_ctx))
+        src = model.target if c.predictor_input == "frozen" else model.encoder
+        pred = model.predictor(src(x_ctx))
         pred_sum += float(F.smooth_l1_loss(pred, tgt, reduction="sum"))
         pers_sum += float(F.smooth_l1_loss(cur, tgt, reduction="sum"))
     n = starts.size * data.feats.shape[1] * c.latent

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from gymkit.advantages import gdpo_advantages, grpo_advantages
+from gymkit.advantages import gdpo_advantages, grpo_advantages, standardise_channels
 
 SETTINGS = settings(max_examples=300, derandomize=True, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -121,3 +121,16 @@ def test_scalar_reward_and_grpo_comparison() -> None:
 def test_bad_input_names_what_is_wrong(x, p, v, msg) -> None:
     with pytest.raises(ValueError, match=msg):
         gdpo_advantages(x, p, v)
+
+
+@pytest.mark.parametrize("value", [0.1, -0.7, 1.0 / 3.0, 0.58, 2.0**-30 + 0.2])
+@pytest.mark.parametrize("g", [3, 7, 12, 13])
+def test_an_exactly_constant_channel_gives_exactly_zero(value, g):
+    """The mean of G equal floats can miss them by an ulp; that must not become a ±1 signal."""
+    x = np.full((g, 2), value)
+    z, std = standardise_channels(x)
+    assert np.all(z == 0.0) and np.all(std == 0.0)
+    with pytest.warns(RuntimeWarning):
+        adv, _ = gdpo_advantages(x, np.array([1.0, 0.5]), np.ones(g, dtype=bool))
+    assert np.all(adv == 0.0)
+    assert np.all(grpo_advantages(x[:, 0]) == 0.0)

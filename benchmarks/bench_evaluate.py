@@ -1,13 +1,21 @@
 """Evaluator speed: warm evaluate() per formula vs the pandas reference, bandwidth, cold start.
 
 Run:  .venv/bin/python benchmarks/bench_evaluate.py [--repeat 7] [--skip-real] [--skip-cold]
+                                                    [--baseline-kernels OLD_KERNELS.py]
 Prints a Markdown report (paste into benchmarks/RESULTS.md, section "Evaluator (issue 4)").
+
+``--baseline-kernels`` takes a copy of an earlier dsl/kernels.py (a standalone module: it
+imports only numpy/numba) and adds a same-process before/after: each kernel case and each
+formula is timed with the baseline's KERNELS and the current ones alternately (the
+evaluator's KERNELS table is swapped in place), so load on the shared box hits both alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import importlib
 import os
 import platform
 import statistics
@@ -31,6 +39,8 @@ from gymkit.dsl.errors import DSLError  # noqa: E402
 from gymkit.dsl.evaluator import evaluate  # noqa: E402
 from gymkit.dsl.kernels import KERNELS, mul, ts_mean  # noqa: E402
 
+CURRENT = dict(KERNELS)
+
 SEEDS = ["rank(ts_max(volume / vwap, 11) / ts_mean(close, 21))",
          "rank(ts_std(volume / (high - low), 34))"]
 
@@ -45,6 +55,33 @@ def _median_time(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
+@contextlib.contextmanager
+def _kernels(table: dict):
+    """Run the evaluator on ``table``'s kernels (KERNELS is swapped in place, then restored)."""
+    KERNELS.update(table)
+    try:
+        yield
+    finally:
+        KERNELS.update(CURRENT)
+
+
+def _ab_times(fn, baseline: dict, repeat: int) -> tuple[float, float]:
+    """Median (before, after) of ``fn`` with the baseline and current kernels, alternated."""
+    with _kernels(baseline):
+        fn()
+    fn()
+    before, after = [], []
+    for _ in range(repeat):
+        with _kernels(baseline):
+            t0 = time.perf_counter()
+            fn()
+            before.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        fn()
+        after.append(time.perf_counter() - t0)
+    return statistics.median(before), statistics.median(after)
+
+
 def _formulas() -> list[tuple[str, str]]:
     rows = csv.DictReader(resources.files("gymkit.dsl").joinpath("alpha101.tsv").open(),
                           delimiter="\t")
@@ -52,11 +89,13 @@ def _formulas() -> list[tuple[str, str]]:
         (f"seed{i + 1}", f) for i, f in enumerate(SEEDS)]
 
 
-def bench_panel(name: str, panel, repeat: int, ref_repeat: int) -> list[str]:
+def bench_panel(name: str, panel, repeat: int, ref_repeat: int,
+                baseline: dict | None = None) -> list[str]:
     lines = [f"### {name}: T={panel.T}, N={panel.N}", "",
              "| formula | nodes | evaluate, no cache (ms) | cache hit (ms) | pandas ref (ms) | ratio |",
              "|---|---|---|---|---|---|"]
     rows = []
+    befores: list[tuple[str, int, float, float]] = []
     skipped = []
     for label, text in _formulas():
         expr = parse(text)
@@ -70,6 +109,9 @@ def bench_panel(name: str, panel, repeat: int, ref_repeat: int) -> list[str]:
         hit = _median_time(lambda t=text, c=cache: evaluate(t, panel, cache=c), repeat)
         ref = _median_time(lambda e=expr: reference_evaluate(e, panel), ref_repeat)
         rows.append((label, node_count(expr), ours, hit, ref))
+        if baseline is not None:
+            befores.append((label, node_count(expr), *_ab_times(
+                lambda e=expr: evaluate(e, panel, cache=None), baseline, repeat)))
     for label, n, ours, hit, ref in rows:
         if label.startswith("seed") or label in ("#1", "#2", "#3", "#12", "#41", "#101"):
             lines.append(f"| {label} | {n} | {ours * 1e3:.3f} | {hit * 1e3:.3f} | "
@@ -86,6 +128,17 @@ def bench_panel(name: str, panel, repeat: int, ref_repeat: int) -> list[str]:
               f"min {min(ratios):.0f}x, max {max(ratios):.0f}x; "
               f"cache-hit median {statistics.median([r[3] for r in rows]) * 1e6:.0f} µs."
               + (f" Skipped (field/group missing): {', '.join(skipped)}." if skipped else ""), ""]
+    if befores:
+        ten_b = [(b, a) for _, n, b, a in befores if 8 <= n <= 12]
+        lines += [f"Same-process before/after (baseline kernels vs current, alternated, median of "
+                  f"{repeat}): all {len(befores)} formulas median "
+                  f"{statistics.median([b for _, _, b, _ in befores]) * 1e3:.2f} -> "
+                  f"{statistics.median([a for _, _, _, a in befores]) * 1e3:.2f} ms; "
+                  f"8-12-node ({len(ten_b)}) median {statistics.median([b for b, _ in ten_b]) * 1e3:.2f}"
+                  f" -> {statistics.median([a for _, a in ten_b]) * 1e3:.2f} ms; speed-up per "
+                  f"formula median {statistics.median([b / a for _, _, b, a in befores]):.2f}x "
+                  f"(min {min(b / a for _, _, b, a in befores):.2f}x, "
+                  f"max {max(b / a for _, _, b, a in befores):.2f}x).", ""]
     return lines
 
 
@@ -107,8 +160,8 @@ def bench_bandwidth(panel, repeat: int) -> list[str]:
         f"the arrays fit in cache, so the bound is DRAM, not the cache level they live in)",
         f"- evaluate('close * volume') incl. parse/checks: {t_eval * 1e6:.0f} µs",
         f"- kernel ts_mean(close, 10): 2 × {nbytes / 2**20:.2f} MiB in {t_mean * 1e6:.0f} µs = "
-        f"{2 * nbytes / t_mean / 1e9:.1f} GB/s ({2 * nbytes / t_mean / bw:.0%}; compute-bound "
-        f"running sum with per-stock re-anchoring, row-major)", ""]
+        f"{2 * nbytes / t_mean / 1e9:.1f} GB/s ({2 * nbytes / t_mean / bw:.0%}; block "
+        f"suffix + prefix sums, row-major, ~3 passes over the data)", ""]
 
 
 KERNEL_CASES = [
@@ -123,16 +176,29 @@ KERNEL_CASES = [
     ("rank(close)", "rank", ("close",)), ("ts_decay_linear(close, 10)", "ts_decay_linear", ("close", 10)),
     ("ts_product(close, 10)", "ts_product", ("close", 10)), ("ts_ema(close, 10)", "ts_ema", ("close", 10)),
     ("ts_delta(close, 1)", "ts_delta", ("close", 1)), ("mul(close, volume)", "mul", ("close", "volume")),
+    ("ts_kurt(close, 20)", "ts_kurt", ("close", 20)), ("ts_std(close, 5)", "ts_std", ("close", 5)),
+    ("ts_corr(close, volume, 60)", "ts_corr", ("close", "volume", 60)),
+    ("ts_rank(close, 5)", "ts_rank", ("close", 5)), ("ts_min(close, 11)", "ts_min", ("close", 11)),
+    ("lt(close, open)", "lt", ("close", "open")), ("power(close, 0.5)", "power", ("close", 0.5)),
+    ("power(close, 2)", "power", ("close", 2.0)),
 ]
 
 
-def bench_kernels(panel, repeat: int) -> list[str]:
-    """Warm median of single kernels on the panel's fields."""
-    lines = ["### Single kernels (warm median)", "", "| kernel | ms |", "|---|---|"]
+def bench_kernels(panel, repeat: int, baseline: dict | None = None) -> list[str]:
+    """Warm median of single kernels on the panel's fields (and the baseline's, alternated)."""
+    if baseline is None:
+        lines = ["### Single kernels (warm median)", "", "| kernel | ms |", "|---|---|"]
+    else:
+        lines = ["### Single kernels (warm median; baseline vs current alternated, same process)",
+                 "", "| kernel | before ms | after ms | x |", "|---|---|---|---|"]
     for label, op, args in KERNEL_CASES:
         real = [panel.field(a) if isinstance(a, str) else a for a in args]
-        t = _median_time(lambda op=op, real=real: KERNELS[op](*real), repeat * 7)
-        lines.append(f"| {label} | {t * 1e3:.3f} |")
+        if baseline is None:
+            t = _median_time(lambda op=op, real=real: KERNELS[op](*real), repeat * 7)
+            lines.append(f"| {label} | {t * 1e3:.3f} |")
+            continue
+        b, a = _ab_times(lambda op=op, real=real: KERNELS[op](*real), baseline, repeat * 7)
+        lines.append(f"| {label} | {b * 1e3:.3f} | {a * 1e3:.3f} | {b / a:.1f} |")
     return [*lines, ""]
 
 
@@ -160,19 +226,26 @@ def main() -> None:
     ap.add_argument("--ref-repeat", type=int, default=1)
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--baseline-kernels", type=Path, default=None,
+                    help="a copy of an earlier dsl/kernels.py to A/B against, same process")
     args = ap.parse_args()
+    baseline = None
+    if args.baseline_kernels is not None:
+        sys.path.insert(0, str(args.baseline_kernels.resolve().parent))
+        baseline = dict(importlib.import_module(args.baseline_kernels.stem).KERNELS)
     from gymkit.data.default import default_market
     market = default_market()
     out = [f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
            f"Python {platform.python_version()}, numpy {np.__version__}; "
            f"command: `{' '.join(['.venv/bin/python', *sys.argv])}`", ""]
     out.append(f"load average at start: {os.getloadavg()[0]:.2f}")
-    out += bench_kernels(market, args.repeat)
-    out += bench_panel("default market", market, args.repeat, args.ref_repeat)
+    out += bench_kernels(market, args.repeat, baseline)
+    out += bench_panel("default market", market, args.repeat, args.ref_repeat, baseline)
     if not args.skip_real:
         from gymkit.data import real_panel
         try:
-            out += bench_panel("real 46-stock panel", real_panel(), args.repeat, args.ref_repeat)
+            out += bench_panel("real 46-stock panel", real_panel(), args.repeat, args.ref_repeat,
+                               baseline)
         except (FileNotFoundError, OSError) as err:
             out += [f"real panel skipped: {err}", ""]
     out += bench_bandwidth(market, args.repeat)

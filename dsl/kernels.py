@@ -36,7 +36,7 @@ group_neutralize  per row: x minus the mean of the finite x of its group; code -
 delay(x, d)       x[t-d] (NaN for t < d)
 ts_delta(x, d)    x[t] - x[t-d]
 every other ts_*  NaN unless all d values x[t-d+1..t] (and y for corr/cov) are finite
-ts_sum ts_mean    sum / mean of the window (running sum, re-anchored every d rows)
+ts_sum ts_mean    sum / mean of the window (block sums, see below)
 ts_max ts_min     window max / min
 ts_argmax/argmin  sessions since the window's max/min (0 = today); * ties -> the EARLIEST
                   occurrence (largest count), as numpy.argmax over the window
@@ -61,22 +61,25 @@ adv(c, v, d)      ts_mean(c·v, d): average daily dollar volume
 exactly, so constant windows never leak rounding noise into corr/skew/kurt.
 
 Numerical design: rolling sums, moments (std, skew, kurt, cov, corr, slope) and the
-linear decay are running (power) sums of ``x - k`` where the shift ``k`` (a window
-value or mean) is re-anchored by an exact O(d) recomputation every d sessions, and
-sooner whenever the terms pushed through the sums since the anchor exceed 64x the
-window's own sum of |x - k| (of (x - k)² for moments) -- after a jump, a huge outlier
-leaving the window, or a volatile spell: an amortised O(1) per row with no catastrophic cancellation on price-level inputs
-(close ~ 500, tiny variance) and rounding bounded by the window, not by history.  Max,
-min, argmax, argmin scan short windows (d <= 4) and use block prefix/suffix extremes
-(van Herk/Gil-Werman, O(1) amortised) for longer ones, ts_product block products, ts_rank
+linear decay are BLOCK sums (van Herk/Gil-Werman applied to sums): rows are cut into
+blocks of d, and a window is a suffix of the previous block plus a prefix of its own, so
+each window sum is one addition of two direct sums whose terms all lie in the window --
+no running sum, no subtraction of values that left, no re-anchoring: rounding is bounded
+by the window, never by history (a huge value or a NaN touches only windows holding it).
+Moments sum powers of ``x - k`` with the shift ``k = x[b0]``, the block's first row, which
+lies in every window ending in the block: |x - k| is bounded by the window's range (no
+catastrophic cancellation on price levels: close ~ 500 with tiny variance), and a
+constant window gives exact zeros.  Max, min, argmax, argmin scan short windows (d <= 4)
+and use block prefix/suffix extremes for longer ones, ts_product block products, ts_rank
 a direct count of the window (exact integers; O(d) but vectorised across stocks).
 
 Speed design: the time-series engines sweep the (T, N) arrays row by row with each
-stock's state in length-N arrays (contiguous memory, independent stocks), except
-cov/corr/slope, which measured faster as one loop per column.  Every stock sees the same
-floating-point operations in the same order as a column-at-a-time loop, so the results
-are the same bits as the earlier column engines.  All loops are serial: no threads (on a
-shared 2-core box a prange rank was 0.47 ms at best but 20 ms median under load).
+stock's state in length-N arrays (contiguous memory, independent stocks) and no
+data-dependent branches in the inner loops (selects), so LLVM vectorises them across the
+stocks.  A stock's values depend only on its own column (the block grid is the same for
+every stock), bit for bit.  No fastmath: every value's operations are fixed by the code,
+not by LLVM's reassociation choices.  All loops are serial: no threads (on a shared
+2-core box a prange rank was 0.47 ms at best but 20 ms median under load).
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from numba import guvectorize, njit, vectorize
+from numba import njit, vectorize
 
 __all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "row_ranks2"]
 
@@ -217,36 +220,52 @@ def _max(a, b):
     return (a if a > b else b) + 0.0
 
 
-# Comparisons and logic: one scalar function, the relation picked by a code.
-_LT, _LE, _GT, _GE, _EQ, _NE, _AND, _OR = range(8)
-
-
+# Comparisons and logic: one ufunc per relation (a relation code passed as a third ufunc
+# operand was read per element, so LLVM could not vectorise the loop: 7x slower, measured).
 @njit(inline="always", **_NJIT)
-def _relation(a, b, code):
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return _NAN
-    if code == _LT:
-        r = a < b
-    elif code == _LE:
-        r = a <= b
-    elif code == _GT:
-        r = a > b
-    elif code == _GE:
-        r = a >= b
-    elif code == _EQ:
-        r = a == b
-    elif code == _NE:
-        r = a != b
-    elif code == _AND:
-        r = a != 0.0 and b != 0.0
-    else:
-        r = a != 0.0 or b != 0.0
-    return 1.0 if r else 0.0
+def _truth(a, b, r):
+    """1.0/0.0 for the relation's outcome r; NaN if either operand is not finite."""
+    return (1.0 if r else 0.0) if (math.isfinite(a) and math.isfinite(b)) else _NAN
 
 
-@vectorize(["float64(float64, float64, int64)"], **_JIT)
-def _relate(a, b, code):
-    return _relation(a, b, code)
+@vectorize(_U2, **_JIT)
+def _lt(a, b):
+    return _truth(a, b, a < b)
+
+
+@vectorize(_U2, **_JIT)
+def _le(a, b):
+    return _truth(a, b, a <= b)
+
+
+@vectorize(_U2, **_JIT)
+def _gt(a, b):
+    return _truth(a, b, a > b)
+
+
+@vectorize(_U2, **_JIT)
+def _ge(a, b):
+    return _truth(a, b, a >= b)
+
+
+@vectorize(_U2, **_JIT)
+def _eq(a, b):
+    return _truth(a, b, a == b)
+
+
+@vectorize(_U2, **_JIT)
+def _ne(a, b):
+    return _truth(a, b, a != b)
+
+
+@vectorize(_U2, **_JIT)
+def _and(a, b):
+    return _truth(a, b, (a != 0.0) & (b != 0.0))
+
+
+@vectorize(_U2, **_JIT)
+def _or(a, b):
+    return _truth(a, b, (a != 0.0) | (b != 0.0))
 
 
 @vectorize(_U3, **_JIT)
@@ -263,17 +282,12 @@ def _as_result(r: object) -> np.ndarray | float:
     return float(r)  # every operand was a scalar
 
 
-def _elementwise(ufunc: Callable, name: str, doc: str, code: int | None = None) -> Callable:
+def _elementwise(ufunc: Callable, name: str, doc: str) -> Callable:
     """Wrap a scalar ufunc as the public kernel ``name`` (arrays or scalars in)."""
 
-    if code is None:
-        def kernel(*args):
-            with np.errstate(all="ignore"):  # NaN/inf are handled by the rules above
-                return _as_result(ufunc(*args))
-    else:
-        def kernel(a, b):
-            with np.errstate(all="ignore"):
-                return _as_result(ufunc(a, b, code))
+    def kernel(*args):
+        with np.errstate(all="ignore"):  # NaN/inf are handled by the rules above
+            return _as_result(ufunc(*args))
     kernel.__name__ = kernel.__qualname__ = name
     kernel.__doc__ = doc
     return kernel
@@ -288,16 +302,89 @@ abs_ = _elementwise(_abs, "abs", "|x|.")
 log = _elementwise(_log, "log", "log x for x > 0, else NaN.")
 sqrt = _elementwise(_sqrt, "sqrt", "sqrt x for x >= 0, else NaN.")
 sign = _elementwise(_sign, "sign", "-1, 0 or 1; NaN stays NaN.")
-power = _elementwise(_power, "power", "x**y when real and finite, else NaN.")
-signed_power = _elementwise(_signed_power, "signed_power", "sign(x)·|x|**a; NaN when not finite.")
+_power_any = _elementwise(_power, "power", "x**y when real and finite, else NaN.")
+_signed_power_any = _elementwise(_signed_power, "signed_power",
+                                 "sign(x)·|x|**a; NaN when not finite.")
+
+
+# Scalar exponents 2, 0.5 and 1 (the common ones: x^2, (h*l)^0.5, x^1) by one
+# multiplication / a square root / a copy: correctly rounded (libm's pow(x, 2.0) and pow(x, 0.5) are off by an ulp in
+# ~0.1% of cases, measured; numpy's reference takes the same fast paths) and ~20x faster.
+# Same NaN rules as _real_power; "+ 0.0" maps -0.0 to +0.0 as pow(-0.0, b) does.
+@vectorize(_U1, **_JIT)
+def _square(a):
+    return _clean(a * a)
+
+
+@vectorize(_U1, **_JIT)
+def _signed_square(a):
+    m = _clean(a * a)
+    return -m if a < 0.0 else m
+
+
+@vectorize(_U1, **_JIT)
+def _root(a):
+    return math.sqrt(a) + 0.0 if (a >= 0.0 and math.isfinite(a)) else _NAN
+
+
+@vectorize(_U1, **_JIT)
+def _signed_root(a):
+    if not math.isfinite(a):
+        return _NAN
+    r = math.sqrt(abs(a))
+    return -r if a < 0.0 else r + 0.0
+
+
+@vectorize(_U1, **_JIT)
+def _identity(a):
+    return _clean(a)  # pow(x, 1) is x exactly (-0.0 included)
+
+
+@vectorize(_U1, **_JIT)
+def _signed_identity(a):
+    return _clean(a) + 0.0  # sign(x)·|x|: -0.0 -> +0.0 as the general path
+
+
+_SCALAR_POWERS = {2.0: (_square, _signed_square), 0.5: (_root, _signed_root),
+                  1.0: (_identity, _signed_identity)}
+
+
+def _scalar_power(a: object, b: object, signed: bool) -> Callable | None:
+    """The fast ufunc for array ``a`` and scalar exponent ``b`` in _SCALAR_POWERS, or None."""
+    if not isinstance(a, np.ndarray) or isinstance(b, bool | np.ndarray) \
+            or not isinstance(b, float | int | np.floating | np.integer):
+        return None
+    pair = _SCALAR_POWERS.get(float(b))
+    return None if pair is None else pair[signed]
+
+
+def power(a, b):
+    """x**y when real and finite, else NaN."""
+    fast = _scalar_power(a, b, False)
+    if fast is None:
+        return _power_any(a, b)
+    with np.errstate(all="ignore"):
+        return _as_result(fast(a))
+
+
+def signed_power(a, b):
+    """sign(x)·|x|**a; NaN when not finite."""
+    fast = _scalar_power(a, b, True)
+    if fast is None:
+        return _signed_power_any(a, b)
+    with np.errstate(all="ignore"):
+        return _as_result(fast(a))
+
+
 min_ = _elementwise(_min, "min", "Element-wise min; NaN if either is NaN; symmetric bits.")
 max_ = _elementwise(_max, "max", "Element-wise max; NaN if either is NaN; symmetric bits.")
 where = _elementwise(_where, "where", "c ? a : b; NaN if c is NaN; a where c != 0 else b.")
 lt, le, gt, ge, eq, ne, and_, or_ = (
-    _elementwise(_relate, name, f"1.0/0.0 for {sym}; NaN if either operand is NaN.", code)
-    for code, (name, sym) in enumerate((
-        ("lt", "a < b"), ("le", "a <= b"), ("gt", "a > b"), ("ge", "a >= b"), ("eq", "a == b"),
-        ("ne", "a != b"), ("and", "a != 0 && b != 0"), ("or", "a != 0 || b != 0"))))
+    _elementwise(ufunc, name, f"1.0/0.0 for {sym}; NaN if either operand is NaN.")
+    for ufunc, name, sym in (
+        (_lt, "lt", "a < b"), (_le, "le", "a <= b"), (_gt, "gt", "a > b"), (_ge, "ge", "a >= b"),
+        (_eq, "eq", "a == b"), (_ne, "ne", "a != b"), (_and, "and", "a != 0 && b != 0"),
+        (_or, "or", "a != 0 || b != 0")))
 
 
 # ============================================================== cross-sectional kernels
@@ -528,7 +615,7 @@ def group_neutralize(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
 _DELAY, _DELTA = 0, 1
 _SUM, _MEAN = 0, 1
 _STD, _SKEW, _KURT = 0, 1, 2
-_COV, _CORR, _SLOPE = 0, 1, 2
+_COV, _CORR = 0, 1
 _MAX, _MIN, _ARGMAX, _ARGMIN = 0, 1, 2, 3
 
 
@@ -548,290 +635,275 @@ def _r_lag(x, d, stat, out):
                 out[t, j] = _clean(x[t, j] - x[t - d, j])
 
 
-# Re-anchor when the (squared, for moments) terms pushed through running sums since the last exact
-# recomputation exceed this multiple of the window's own sum of squared deviations: the
-# rounding left in the sums is then at most ~eps·_DRIFT relative (eps·_DRIFT² for the
-# fourth moment), whatever came before (a volatile regime, a jump, a trend).
-_DRIFT = 64.0
-
-
-# ts_sum / ts_mean sweep each row twice.  The first sweep does the O(1) update for EVERY
-# stock with no branches (so LLVM vectorises it across the stocks) and flags, in ``slow``,
-# the few stocks where it does not apply: a non-finite value, a window still filling, or
-# an exact re-anchoring (the d-th row since the last one, or drift).  The second sweep
-# handles exactly those stocks as a column-at-a-time loop would -- a re-anchoring
-# recomputes the window sums of all stocks at once (vectorised) and keeps them where
-# needed -- so every stock sees the same floating-point operations in the same order as
-# one column loop: bit for bit.  (Measured: the same scheme for the 5-9 running sums of
-# std/skew/kurt/cov/corr did not vectorise and was slower, so those keep simpler loops.)
+# Block sums (van Herk / Gil-Werman, as for ts_max and ts_product, applied to sums): rows
+# are cut into blocks of d.  A window [t-d+1, t] ending in block [b0, b0+d) is a suffix of
+# the previous block plus a prefix of its own, so every window sum is ONE addition
+# suf[r] + pre of two direct sums whose terms all lie in the window: no running sum, so no
+# subtraction of values that left the window, no re-anchoring, no drift, and rounding
+# bounded by the window itself (a huge value or a NaN only touches windows containing it).
+# Moments and co-moments sum powers of u = x - k with the shift k = x[b0, j]: row b0 lies in
+# EVERY window ending in the block, so k is a window value (finite whenever the output is),
+# |u| is bounded by the window's range (no cancellation on price levels, and x - k is
+# exact by Sterbenz where values are within 2x), and a constant window gives u = 0 exactly.
+# The inner loops run over the N contiguous stocks of a row with no data-dependent
+# branches (selects only), so LLVM vectorises them; the suffix sums of a block are
+# recomputed once per block (O(1) per cell).  suf has d + 1 rows, suf[d] = 0: the window
+# that is exactly the block is 0 + pre, without a branch.
+# Why our own kernel: this layout is ~3x faster than the previous per-column running sums
+# (measured), and each value's operations are fixed by the code, not by LLVM (no
+# fastmath, serial): results are deterministic bit for bit.
 @njit(inline="always", **_NJIT)
-def _triage(row, t, d, slow, last_bad, anchor, redo, out_row):
-    """Second sweep of row t (values ``row``, output ``out_row``) over the stocks flagged
-    ``slow`` (all of them while t < d): a non-finite value resets the stock and gives NaN
-    (``~`` on a bool is logical not in numba), a window still filling gives NaN, any other
-    stock needs an exact recomputation (``redo[j]``).  Returns whether any does."""
-    any_redo = False
-    for j in range(row.shape[0]):
-        r = False
-        if t < d or slow[j]:
-            if not math.isfinite(row[j]):
-                last_bad[j] = t
-                anchor[j] = -1
-                out_row[j] = _NAN
-            elif t - last_bad[j] < d:
-                out_row[j] = _NAN
-            else:
-                r = True
-                any_redo = True
-        redo[j] = r
-    return any_redo
+def _mark_bad_row(x, t, last_bad):
+    """last_bad[j] = t (as float) for every non-finite x[t, j] (branch-free)."""
+    ft = float(t)
+    for j in range(x.shape[1]):
+        last_bad[j] = last_bad[j] if math.isfinite(x[t, j]) else ft
 
 
 @njit(inline="always", **_NJIT)
-def _steady(v, t, d, last_bad, anchor):
-    """Whether the O(1) update applies to a stock at row t (branch-free)."""
-    return math.isfinite(v) & (t - last_bad >= d) & (anchor >= 0) & (t - anchor < d)
+def _mark_row(x, t, last_bad, run):
+    """As _mark_bad_row, and run[j] = the length of the run of identical values of x[:, j]
+    ending at t (as float; one fused branch-free loop: measured faster than two)."""
+    ft = float(t)
+    tp = max(t - 1, 0)  # at t = 0, x[0] == x[0] gives 0 + 1 (a NaN gives 1 as well)
+    for j in range(x.shape[1]):
+        v = x[t, j]
+        last_bad[j] = last_bad[j] if math.isfinite(v) else ft
+        run[j] = run[j] + 1.0 if x[tp, j] == v else 1.0
+
+
+@njit(inline="always", **_NJIT)
+def _mark_pair(x, y, t, last_bad, run_x, run_y):
+    """_mark_row for x and y at once (last_bad: either non-finite)."""
+    ft = float(t)
+    tp = max(t - 1, 0)
+    for j in range(x.shape[1]):
+        a = x[t, j]
+        b = y[t, j]
+        last_bad[j] = last_bad[j] if math.isfinite(a) & math.isfinite(b) else ft
+        run_x[j] = run_x[j] + 1.0 if x[tp, j] == a else 1.0
+        run_y[j] = run_y[j] + 1.0 if y[tp, j] == b else 1.0
 
 
 @njit(**_NJIT)
 def _r_sum(x, d, stat, out):
-    """Window sum or mean: a running sum re-anchored by an exact recomputation every d rows,
-    or sooner when the terms pushed through it since then exceed _DRIFT x the window's
-    sum of |x| (a huge value that left the window would otherwise leave its rounding)."""
+    """Window sum or mean: block suffix + prefix sums (see above)."""
     n_rows, n_cols = x.shape
-    last_bad = np.full(n_cols, -1, np.int64)
-    anchor = np.full(n_cols, -1, np.int64)
-    slow = np.ones(n_cols, np.bool_)
-    redo = np.zeros(n_cols, np.bool_)
-    st = np.zeros((5, n_cols))
-    s_, s_abs_, mag_, r_s, r_abs = st[0], st[1], st[2], st[3], st[4]
-    div = 1.0 if stat == _SUM else float(d)
-    for t in range(n_rows):
-        if t >= d:
+    fd = float(d)
+    div = 1.0 if stat == _SUM else fd
+    last_bad = np.full(n_cols, -1.0)
+    suf = np.zeros((d + 1, n_cols))
+    pre = np.zeros(n_cols)
+    for b0 in range(0, n_rows, d):
+        if b0 >= d:
+            for r in range(d - 1, 0, -1):
+                for j in range(n_cols):
+                    suf[r, j] = x[b0 - d + r, j] + suf[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_bad_row(x, t, last_bad)
+            first = t == b0
             for j in range(n_cols):
-                v = x[t, j]
-                w = x[t - d, j]
-                s = s_[j] + (v - w)
-                s_abs = s_abs_[j] + (abs(v) - abs(w))
-                mag = mag_[j] + (abs(v) + abs(w))
-                s_[j] = s
-                s_abs_[j] = s_abs
-                mag_[j] = mag
-                slow[j] = ~(_steady(v, t, d, last_bad[j], anchor[j]) & ~(mag > _DRIFT * s_abs))
-                out[t, j] = _clean(s / div)
-        if not _triage(x[t], t, d, slow, last_bad, anchor, redo, out[t]):
-            continue
-        for j in range(n_cols):
-            r_s[j] = 0.0
-            r_abs[j] = 0.0
-        for i in range(t - d + 1, t + 1):
+                pre[j] = x[t, j] if first else pre[j] + x[t, j]
+            if t < d - 1:
+                out[t, :] = _NAN
+                continue
+            r = t - b0 + 1
+            ft = float(t)
             for j in range(n_cols):
-                r_s[j] += x[i, j]
-                r_abs[j] += abs(x[i, j])
-        for j in range(n_cols):
-            if redo[j]:
-                s_[j] = r_s[j]
-                s_abs_[j] = r_abs[j]
-                mag_[j] = r_abs[j]
-                anchor[j] = t
-                out[t, j] = _clean(r_s[j] / div)
-
-
-@njit(inline="always", **_NJIT)
-def _power_sums(x, j, lo, hi):
-    """Exact-as-float64 shift k = mean(x[lo:hi, j]) and sums of (x - k)**p, p = 1..4."""
-    k = 0.0
-    for i in range(lo, hi):
-        k += x[i, j]
-    k /= hi - lo
-    s1 = s2 = s3 = s4 = 0.0
-    for i in range(lo, hi):
-        u = x[i, j] - k
-        u2 = u * u
-        s1 += u
-        s2 += u2
-        s3 += u2 * u
-        s4 += u2 * u2
-    return k, s1, s2, s3, s4
+                s = (suf[r, j] + pre[j]) / div
+                s = s if math.isfinite(s) else _NAN
+                out[t, j] = _NAN if ft - last_bad[j] < fd else s
 
 
 @njit(**_NJIT)
 def _r_moments(x, d, stat, out):
-    """std / skew / kurt from running power sums of x - k, k re-anchored exactly every d
-    rows or sooner when the sums' rounding could matter (see _DRIFT)."""
+    """std / skew / kurt from block power sums of u = x - x[b0] (see above)."""
     n_rows, n_cols = x.shape
     nf = float(d)
     inv_n = 1.0 / nf
     inv_n1 = 1.0 / (nf - 1.0) if d > 1 else 0.0
-    last_bad = np.full(n_cols, -1, np.int64)
-    anchor = np.full(n_cols, -1, np.int64)  # row of the last exact recomputation; -1 = none
-    run_ = np.zeros(n_cols, np.int64)       # length of the run of identical values ending at t
-    st = np.zeros((n_cols, 6))              # per stock: k, s1, s2, s3, s4, mag
-    for t in range(n_rows):
+    higher = stat != _STD
+    last_bad = np.full(n_cols, -1.0)
+    run = np.zeros(n_cols)
+    k = np.empty(n_cols)
+    suf = np.zeros((4, d + 1, n_cols))
+    s1_, s2_, s3_, s4_ = suf[0], suf[1], suf[2], suf[3]
+    pre = np.zeros((4, n_cols))
+    p1, p2, p3, p4 = pre[0], pre[1], pre[2], pre[3]
+    for b0 in range(0, n_rows, d):
         for j in range(n_cols):
-            v = x[t, j]
-            if not math.isfinite(v):
-                last_bad[j] = t
-                anchor[j] = -1
-                run_[j] = 0
-                out[t, j] = _NAN
-                continue
-            run = run_[j] + 1 if (t > 0 and x[t - 1, j] == v) else 1
-            run_[j] = run
-            if t - last_bad[j] < d:
-                out[t, j] = _NAN
-                continue
-            constant = run >= d
-            fresh = anchor[j] < 0 or t - anchor[j] >= d
-            k = st[j, 0]
-            s1 = st[j, 1]
-            s2 = st[j, 2]
-            s3 = st[j, 3]
-            s4 = st[j, 4]
-            mag = st[j, 5]
-            if not fresh:
-                u = v - k
-                w = x[t - d, j] - k
-                u2 = u * u
-                w2 = w * w
-                s1 += u - w
-                s2 += u2 - w2
-                s3 += u2 * u - w2 * w
-                s4 += u2 * u2 - w2 * w2
-                mag += u2 + w2
-                fresh = not constant and (s2 - s1 * s1 * inv_n) * _DRIFT < mag
-            if fresh:
-                k, s1, s2, s3, s4 = _power_sums(x, j, t - d + 1, t + 1)
-                mag = s2
-                anchor[j] = t
-            st[j, 0] = k
-            st[j, 1] = s1
-            st[j, 2] = s2
-            st[j, 3] = s3
-            st[j, 4] = s4
-            st[j, 5] = mag
-            if stat == _STD:
-                if d < 2:
-                    out[t, j] = _NAN
-                elif constant:
-                    out[t, j] = 0.0
+            k[j] = x[b0, j]
+        if b0 >= d:
+            for r in range(d - 1, 0, -1):
+                i = b0 - d + r
+                if higher:
+                    for j in range(n_cols):
+                        u = x[i, j] - k[j]
+                        u2 = u * u
+                        s1_[r, j] = u + s1_[r + 1, j]
+                        s2_[r, j] = u2 + s2_[r + 1, j]
+                        s3_[r, j] = u2 * u + s3_[r + 1, j]
+                        s4_[r, j] = u2 * u2 + s4_[r + 1, j]
                 else:
-                    out[t, j] = _clean(math.sqrt(max((s2 - s1 * s1 * inv_n) * inv_n1, 0.0)))
-                continue
-            a = s1 * inv_n
-            m2 = s2 * inv_n - a * a
-            if constant or m2 <= 0.0 or d < 3 or (stat == _KURT and d < 4):
-                out[t, j] = _NAN
-                continue
-            m3 = s3 * inv_n - 3.0 * a * (s2 * inv_n) + 2.0 * a * a * a
-            if stat == _SKEW:
-                out[t, j] = _clean(math.sqrt(nf * (nf - 1.0)) * m3
-                                   / ((nf - 2.0) * m2 * math.sqrt(m2)))
+                    for j in range(n_cols):
+                        u = x[i, j] - k[j]
+                        s1_[r, j] = u + s1_[r + 1, j]
+                        s2_[r, j] = u * u + s2_[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_row(x, t, last_bad, run)
+            first = t == b0
+            if higher:
+                for j in range(n_cols):
+                    u = x[t, j] - k[j]
+                    u2 = u * u
+                    p1[j] = u if first else p1[j] + u
+                    p2[j] = u2 if first else p2[j] + u2
+                    p3[j] = u2 * u if first else p3[j] + u2 * u
+                    p4[j] = u2 * u2 if first else p4[j] + u2 * u2
             else:
-                m4 = (s4 * inv_n - 4.0 * a * (s3 * inv_n) + 6.0 * a * a * (s2 * inv_n)
-                      - 3.0 * a * a * a * a)
-                g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
-                out[t, j] = _clean(g / ((nf - 2.0) * (nf - 3.0)))
+                for j in range(n_cols):
+                    u = x[t, j] - k[j]
+                    p1[j] = u if first else p1[j] + u
+                    p2[j] = u * u if first else p2[j] + u * u
+            if t < d - 1 or d < 2 or (higher and d < 3) or (stat == _KURT and d < 4):
+                out[t, :] = _NAN
+                continue
+            r = t - b0 + 1
+            ft = float(t)
+            if stat == _STD:
+                for j in range(n_cols):
+                    s1 = s1_[r, j] + p1[j]
+                    s2 = s2_[r, j] + p2[j]
+                    v = math.sqrt(max((s2 - s1 * s1 * inv_n) * inv_n1, 0.0))
+                    v = 0.0 if run[j] >= nf else v
+                    v = v if math.isfinite(v) else _NAN
+                    out[t, j] = _NAN if ft - last_bad[j] < nf else v
+                continue
+            for j in range(n_cols):
+                a = (s1_[r, j] + p1[j]) * inv_n
+                e2 = (s2_[r, j] + p2[j]) * inv_n
+                e3 = (s3_[r, j] + p3[j]) * inv_n
+                m2 = e2 - a * a
+                m3 = e3 - 3.0 * a * e2 + 2.0 * a * a * a
+                if stat == _SKEW:
+                    v = math.sqrt(nf * (nf - 1.0)) * m3 / ((nf - 2.0) * m2 * math.sqrt(m2))
+                else:
+                    e4 = (s4_[r, j] + p4[j]) * inv_n
+                    m4 = e4 - 4.0 * a * e3 + 6.0 * a * a * e2 - 3.0 * a * a * a * a
+                    g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
+                    v = g / ((nf - 2.0) * (nf - 3.0))
+                bad = (run[j] >= nf) | (m2 <= 0.0) | (ft - last_bad[j] < nf)
+                out[t, j] = _NAN if bad or not math.isfinite(v) else v
 
 
-@njit(inline="always", **_NJIT)
-def _cross_sums(x, y, lo, hi):
-    """Shifts kx, ky (window means) and the sums of u, w, u², w², u·w (u = x-kx, w = y-ky)."""
-    kx = ky = 0.0
-    for i in range(lo, hi):
-        kx += x[i]
-        ky += y[i]
-    kx /= hi - lo
-    ky /= hi - lo
-    sx = sy = sxx = syy = sxy = 0.0
-    for i in range(lo, hi):
-        u = x[i] - kx
-        w = y[i] - ky
-        sx += u
-        sy += w
-        sxx += u * u
-        syy += w * w
-        sxy += u * w
-    return kx, ky, sx, sy, sxx, syy, sxy
-
-
-@guvectorize(["void(float64[:], float64[:], int64, int64, float64[:])"], "(n),(n),(),()->(n)",
-             nopython=True, cache=True)
-def _g_comoments(x, y, d, stat, out):
-    """cov / corr of (x, y), or slope of y on x (x = row index), from shifted sums.
-
-    Kept as a column-at-a-time engine (a gufunc over the stocks): measured on 46 x 3556,
-    row-major sweeps (plain, or two-sweep as _r_sum) were 1.5-2x slower here -- nine
-    running sums per stock do not vectorise across stocks, and one column already has
-    enough independent sums to keep the core busy.
-
-    Symmetric in x and y bit for bit (every product is formed in both orders alike).
-    """
+@njit(**_NJIT)
+def _r_comoments(x, y, d, stat, out):
+    """cov / corr of (x, y) from block sums of u, w, u², w², u·w with u = x - x[b0],
+    w = y - y[b0] (see above).  Symmetric in x and y bit for bit (u·w = w·u)."""
+    n_rows, n_cols = x.shape
     nf = float(d)
     inv_n = 1.0 / nf
     inv_n1 = 1.0 / (nf - 1.0) if d > 1 else 0.0
-    last_bad = -1
-    anchor = -1
-    run_x = run_y = 0
-    kx = ky = sx = sy = sxx = syy = sxy = mag_x = mag_y = 0.0
-    for t in range(x.shape[0]):
-        a = x[t]
-        b = y[t]
-        if not (math.isfinite(a) and math.isfinite(b)):
-            last_bad = t
-            anchor = -1
-            run_x = run_y = 0
-            out[t] = _NAN
-            continue
-        run_x = run_x + 1 if (t > 0 and x[t - 1] == a) else 1
-        run_y = run_y + 1 if (t > 0 and y[t - 1] == b) else 1
-        if t - last_bad < d:
-            out[t] = _NAN
-            continue
-        constant = run_x >= d or run_y >= d
-        fresh = anchor < 0 or t - anchor >= d
-        if not fresh:
-            u = a - kx
-            w = b - ky
-            uo = x[t - d] - kx
-            wo = y[t - d] - ky
-            sx += u - uo
-            sy += w - wo
-            sxx += u * u - uo * uo
-            syy += w * w - wo * wo
-            sxy += u * w - uo * wo
-            mag_x += u * u + uo * uo
-            mag_y += w * w + wo * wo
-            fresh = not constant and ((sxx - sx * sx * inv_n) * _DRIFT < mag_x
-                                      or (syy - sy * sy * inv_n) * _DRIFT < mag_y)
-        if fresh:
-            kx, ky, sx, sy, sxx, syy, sxy = _cross_sums(x, y, t - d + 1, t + 1)
-            mag_x = sxx
-            mag_y = syy
-            anchor = t
-        if d < 2:
-            out[t] = _NAN
-            continue
-        cxy = sxy - sx * sy * inv_n
-        if stat == _COV:
-            out[t] = 0.0 if constant else _clean(cxy * inv_n1)
-            continue
-        vx = sxx - sx * sx * inv_n
-        vy = syy - sy * sy * inv_n
-        if stat == _SLOPE:
-            out[t] = 0.0 if run_y >= d else _clean(cxy / vx)
-        elif constant or vx <= 0.0 or vy <= 0.0:
-            out[t] = _NAN
-        else:
-            out[t] = _clean(cxy / math.sqrt(vx * vy))
+    last_bad = np.full(n_cols, -1.0)
+    run_x = np.zeros(n_cols)
+    run_y = np.zeros(n_cols)
+    kx = np.empty(n_cols)
+    ky = np.empty(n_cols)
+    suf = np.zeros((5, d + 1, n_cols))
+    sa, sb, saa, sbb, sab = suf[0], suf[1], suf[2], suf[3], suf[4]
+    pre = np.zeros((5, n_cols))
+    pa, pb, paa, pbb, pab = pre[0], pre[1], pre[2], pre[3], pre[4]
+    for b0 in range(0, n_rows, d):
+        for j in range(n_cols):
+            kx[j] = x[b0, j]
+            ky[j] = y[b0, j]
+        if b0 >= d:
+            for r in range(d - 1, 0, -1):
+                i = b0 - d + r
+                for j in range(n_cols):
+                    u = x[i, j] - kx[j]
+                    w = y[i, j] - ky[j]
+                    sa[r, j] = u + sa[r + 1, j]
+                    sb[r, j] = w + sb[r + 1, j]
+                    saa[r, j] = u * u + saa[r + 1, j]
+                    sbb[r, j] = w * w + sbb[r + 1, j]
+                    sab[r, j] = u * w + sab[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_pair(x, y, t, last_bad, run_x, run_y)
+            first = t == b0
+            for j in range(n_cols):
+                u = x[t, j] - kx[j]
+                w = y[t, j] - ky[j]
+                pa[j] = u if first else pa[j] + u
+                pb[j] = w if first else pb[j] + w
+                paa[j] = u * u if first else paa[j] + u * u
+                pbb[j] = w * w if first else pbb[j] + w * w
+                pab[j] = u * w if first else pab[j] + u * w
+            if t < d - 1 or d < 2:
+                out[t, :] = _NAN
+                continue
+            r = t - b0 + 1
+            ft = float(t)
+            for j in range(n_cols):
+                s_a = sa[r, j] + pa[j]
+                s_b = sb[r, j] + pb[j]
+                cxy = (sab[r, j] + pab[j]) - s_a * s_b * inv_n
+                constant = (run_x[j] >= nf) | (run_y[j] >= nf)
+                if stat == _COV:
+                    v = 0.0 if constant else cxy * inv_n1
+                else:
+                    vx = (saa[r, j] + paa[j]) - s_a * s_a * inv_n
+                    vy = (sbb[r, j] + pbb[j]) - s_b * s_b * inv_n
+                    bad = constant | (vx <= 0.0) | (vy <= 0.0)
+                    v = _NAN if bad else cxy / math.sqrt(vx * vy)
+                v = v if math.isfinite(v) else _NAN
+                out[t, j] = _NAN if ft - last_bad[j] < nf else v
 
 
-@njit(inline="always", **_NJIT)
-def _mark_bad_rows(x, t, last_bad):
-    """last_bad[j] = t for every non-finite x[t, j]."""
-    for j in range(x.shape[1]):
-        if not math.isfinite(x[t, j]):
-            last_bad[j] = t
+@njit(**_NJIT)
+def _r_slope(x, d, out):
+    """OLS slope on 0..d-1 from block sums of w = x - x[b0] and (i - b0)·w: with the window
+    centre c = t - (d-1)/2, Σ(i - c)·w_i = Σ(i - b0)·w_i - (c - b0)·Σw_i, over the exact
+    Σ(i - c)² = d(d²-1)/12."""
+    n_rows, n_cols = x.shape
+    nf = float(d)
+    vx = nf * (nf * nf - 1.0) / 12.0
+    last_bad = np.full(n_cols, -1.0)
+    run = np.zeros(n_cols)
+    k = np.empty(n_cols)
+    suf = np.zeros((2, d + 1, n_cols))
+    s0_, s1_ = suf[0], suf[1]
+    p0 = np.zeros(n_cols)
+    p1 = np.zeros(n_cols)
+    for b0 in range(0, n_rows, d):
+        for j in range(n_cols):
+            k[j] = x[b0, j]
+        if b0 >= d:
+            for r in range(d - 1, 0, -1):
+                fi = float(r - d)  # (b0 - d + r) - b0
+                for j in range(n_cols):
+                    w = x[b0 - d + r, j] - k[j]
+                    s0_[r, j] = w + s0_[r + 1, j]
+                    s1_[r, j] = fi * w + s1_[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_row(x, t, last_bad, run)
+            first = t == b0
+            fi = float(t - b0)
+            for j in range(n_cols):
+                w = x[t, j] - k[j]
+                p0[j] = w if first else p0[j] + w
+                p1[j] = fi * w if first else p1[j] + fi * w
+            if t < d - 1 or d < 2:
+                out[t, :] = _NAN
+                continue
+            r = t - b0 + 1
+            ft = float(t)
+            c = (t - b0) - (nf - 1.0) / 2.0  # window centre - b0 (exact)
+            for j in range(n_cols):
+                cxy = (s1_[r, j] + p1[j]) - c * (s0_[r, j] + p0[j])
+                v = 0.0 if run[j] >= nf else cxy / vx
+                v = v if math.isfinite(v) else _NAN
+                out[t, j] = _NAN if ft - last_bad[j] < nf else v
 
 
 # Up to this window ts_max/min/argmax/argmin scan the window directly (O(d) per value, but
@@ -848,11 +920,12 @@ def _r_extreme_scan(x, d, stat, out):
     n_rows, n_cols = x.shape
     sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
     want_arg = stat == _ARGMAX or stat == _ARGMIN
-    last_bad = np.full(n_cols, -1, np.int64)
+    last_bad = np.full(n_cols, -1.0)
+    fd = float(d)
     best = np.empty(n_cols)   # sgn · the extreme so far
     arg = np.empty(n_cols)    # its row, as float
     for t in range(n_rows):
-        _mark_bad_rows(x, t, last_bad)
+        _mark_bad_row(x, t, last_bad)
         if t < d - 1:
             for j in range(n_cols):
                 out[t, j] = _NAN
@@ -868,13 +941,10 @@ def _r_extreme_scan(x, d, stat, out):
                 better = v > best[j]
                 best[j] = v if better else best[j]
                 arg[j] = fi if better else arg[j]
+        ft = float(t)
         for j in range(n_cols):
-            if t - last_bad[j] < d:
-                out[t, j] = _NAN
-            elif want_arg:
-                out[t, j] = t - arg[j]
-            else:
-                out[t, j] = sgn * best[j]
+            v = ft - arg[j] if want_arg else sgn * best[j]
+            out[t, j] = _NAN if ft - last_bad[j] < fd else v
 
 
 @njit(**_NJIT)
@@ -889,9 +959,10 @@ def _r_extreme_blocks(x, d, stat, out):
     n_rows, n_cols = x.shape
     sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
     want_arg = stat == _ARGMAX or stat == _ARGMIN
-    last_bad = np.full(n_cols, -1, np.int64)
-    suf = np.empty((d, n_cols))       # sgn · suffix extremes of the previous block
-    suf_arg = np.empty((d, n_cols))   # and their rows (float)
+    last_bad = np.full(n_cols, -1.0)
+    fd = float(d)
+    suf = np.zeros((d + 1, n_cols))       # sgn · suffix extremes of the previous block
+    suf_arg = np.zeros((d + 1, n_cols))   # and their rows (float); row d: read, never taken
     pre = np.empty(n_cols)
     pre_arg = np.empty(n_cols)
     for b0 in range(0, n_rows, d):
@@ -908,7 +979,7 @@ def _r_extreme_blocks(x, d, stat, out):
                     suf[r, j] = v if take else suf[r + 1, j]
                     suf_arg[r, j] = fi if take else suf_arg[r + 1, j]
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_rows(x, t, last_bad)
+            _mark_bad_row(x, t, last_bad)
             ft = float(t)
             if t == b0:
                 for j in range(n_cols):
@@ -926,19 +997,12 @@ def _r_extreme_blocks(x, d, stat, out):
                 continue
             whole = t - b0 == d - 1  # the window is exactly this block
             r = t - d + 1 - (b0 - d)
-            for j in range(n_cols):
-                if whole or pre[j] > suf[r, j]:
-                    best = pre[j]
-                    row = pre_arg[j]
-                else:
-                    best = suf[r, j]
-                    row = suf_arg[r, j]
-                if t - last_bad[j] < d:
-                    out[t, j] = _NAN
-                elif want_arg:
-                    out[t, j] = ft - row
-                else:
-                    out[t, j] = sgn * best
+            for j in range(n_cols):  # selects only (vectorised)
+                take_pre = whole | (pre[j] > suf[r, j])
+                best = pre[j] if take_pre else suf[r, j]
+                row = pre_arg[j] if take_pre else suf_arg[r, j]
+                v = ft - row if want_arg else sgn * best
+                out[t, j] = _NAN if ft - last_bad[j] < fd else v
 
 
 @njit(**_NJIT)
@@ -946,14 +1010,17 @@ def _r_rank(x, d, out):
     """ts_rank by counting the window directly: (#below + 0.5·#equal) / (d - 1).
 
     Exact integer counts, so any algorithm gives the same bits; the count is branch-free
-    and vectorised across the stocks of a row (d <= MAX_WINDOW = 252 in the DSL).
+    and vectorised across the stocks of a row (d <= MAX_WINDOW = 252 in the DSL).  The
+    counters are floats (small integers, exact): measured 1.2-1.8x faster than int64 for
+    d <= 10 (float compares select float values, no conversions), equal at d = 60.
     """
     n_rows, n_cols = x.shape
-    last_bad = np.full(n_cols, -1, np.int64)
-    below = np.empty(n_cols, np.int64)
-    equal = np.empty(n_cols, np.int64)
+    last_bad = np.full(n_cols, -1.0)
+    fd = float(d)
+    below = np.empty(n_cols)
+    equal = np.empty(n_cols)
     for t in range(n_rows):
-        _mark_bad_rows(x, t, last_bad)
+        _mark_bad_row(x, t, last_bad)
         if t < d - 1:
             for j in range(n_cols):
                 out[t, j] = _NAN
@@ -964,69 +1031,57 @@ def _r_rank(x, d, out):
         for i in range(t - d + 1, t):
             for j in range(n_cols):
                 v = x[t, j]
-                below[j] += x[i, j] < v
-                equal[j] += x[i, j] == v
+                below[j] += 1.0 if x[i, j] < v else 0.0
+                equal[j] += 1.0 if x[i, j] == v else 0.0
+        ft = float(t)
         for j in range(n_cols):
-            if t - last_bad[j] < d:
-                out[t, j] = _NAN
-            elif d == 1:
-                out[t, j] = 0.5
-            else:
-                out[t, j] = (below[j] + 0.5 * equal[j]) / (d - 1.0)
+            v = 0.5 if d == 1 else (below[j] + 0.5 * equal[j]) / (d - 1.0)
+            out[t, j] = _NAN if ft - last_bad[j] < fd else v
 
 
 @njit(**_NJIT)
 def _r_decay(x, d, out):
-    """Linear decay: running weighted sum W of x - k (k re-anchored every d rows, or sooner
-    on drift as in _r_sum).  With u = x - k and S the window sum of u:
-    W_t = W_{t-1} + d*u_t - S_{t-1}."""
+    """Linear decay from block sums of u = x - x[b0] and (i - b0)·u (see the block sums
+    above): the window's Σ(i - t + d)·u_i = Σ(i - b0)·u_i + (b0 - t + d)·Σu_i, and the
+    value is k + that / (d(d+1)/2)."""
     n_rows, n_cols = x.shape
     nf = float(d)
     wsum = nf * (nf + 1.0) / 2.0
-    last_bad = np.full(n_cols, -1, np.int64)
-    anchor = np.full(n_cols, -1, np.int64)
-    st = np.zeros((n_cols, 5))  # per stock: k, s, w, a_abs, mag
-    for t in range(n_rows):
+    last_bad = np.full(n_cols, -1.0)
+    k = np.empty(n_cols)
+    suf = np.zeros((2, d + 1, n_cols))
+    s0_, s1_ = suf[0], suf[1]
+    p0 = np.zeros(n_cols)
+    p1 = np.zeros(n_cols)
+    for b0 in range(0, n_rows, d):
         for j in range(n_cols):
-            v = x[t, j]
-            if not math.isfinite(v):
-                last_bad[j] = t
-                anchor[j] = -1
-                out[t, j] = _NAN
+            k[j] = x[b0, j]
+        if b0 >= d:
+            for r in range(d - 1, 0, -1):
+                fi = float(r - d)
+                for j in range(n_cols):
+                    u = x[b0 - d + r, j] - k[j]
+                    s0_[r, j] = u + s0_[r + 1, j]
+                    s1_[r, j] = fi * u + s1_[r + 1, j]
+        for t in range(b0, min(b0 + d, n_rows)):
+            _mark_bad_row(x, t, last_bad)
+            first = t == b0
+            fi = float(t - b0)
+            for j in range(n_cols):
+                u = x[t, j] - k[j]
+                p0[j] = u if first else p0[j] + u
+                p1[j] = fi * u if first else p1[j] + fi * u
+            if t < d - 1:
+                out[t, :] = _NAN
                 continue
-            if t - last_bad[j] < d:
-                out[t, j] = _NAN
-                continue
-            fresh = anchor[j] < 0 or t - anchor[j] >= d
-            k = st[j, 0]
-            s = st[j, 1]
-            w = st[j, 2]
-            a_abs = st[j, 3]
-            mag = st[j, 4]
-            if not fresh:
-                u = v - k
-                uo = x[t - d, j] - k
-                w += nf * u - s
-                s += u - uo
-                a_abs += abs(u) - abs(uo)
-                mag += abs(u) + abs(uo)
-                fresh = mag > _DRIFT * a_abs
-            if fresh:
-                k = v
-                s = w = a_abs = 0.0
-                for i in range(d):
-                    u = x[t - i, j] - k
-                    s += u
-                    w += (nf - i) * u
-                    a_abs += abs(u)
-                mag = a_abs
-                anchor[j] = t
-            st[j, 0] = k
-            st[j, 1] = s
-            st[j, 2] = w
-            st[j, 3] = a_abs
-            st[j, 4] = mag
-            out[t, j] = _clean(k + w / wsum)
+            r = t - b0 + 1
+            ft = float(t)
+            c = float(b0 - t + d)
+            for j in range(n_cols):
+                w = (s1_[r, j] + p1[j]) + c * (s0_[r, j] + p0[j])
+                v = k[j] + w / wsum
+                v = v if math.isfinite(v) else _NAN
+                out[t, j] = _NAN if ft - last_bad[j] < nf else v
 
 
 @njit(**_NJIT)
@@ -1036,8 +1091,9 @@ def _r_product(x, d, out):
     Blocks of d rows; the window [t-d+1, t] is suffix(t-d+1) * prefix(t).
     """
     n_rows, n_cols = x.shape
-    last_bad = np.full(n_cols, -1, np.int64)
-    suf = np.empty((d, n_cols))  # suffix products of the previous block
+    last_bad = np.full(n_cols, -1.0)
+    fd = float(d)
+    suf = np.ones((d + 1, n_cols))  # suffix products of the previous block; row d = 1
     pre = np.empty(n_cols)
     for b0 in range(0, n_rows, d):
         if b0 >= d:
@@ -1048,22 +1104,19 @@ def _r_product(x, d, out):
                 for j in range(n_cols):
                     suf[r, j] = x[p0 + r, j] * suf[r + 1, j]
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_rows(x, t, last_bad)
+            _mark_bad_row(x, t, last_bad)
             if t == b0:
                 for j in range(n_cols):
                     pre[j] = x[t, j]
             else:
                 for j in range(n_cols):
                     pre[j] = pre[j] * x[t, j]
-            whole = t - b0 == d - 1
             r = t - d + 1 - (b0 - d)
+            ft = float(t)
             for j in range(n_cols):
-                if t - last_bad[j] < d:
-                    out[t, j] = _NAN
-                elif whole:
-                    out[t, j] = _clean(pre[j])
-                else:
-                    out[t, j] = _clean(suf[r, j] * pre[j])
+                v = suf[r, j] * pre[j]  # the whole block: r = d, 1.0 * pre (exact)
+                v = v if math.isfinite(v) else _NAN
+                out[t, j] = _NAN if ft - last_bad[j] < fd else v
 
 
 @njit(**_NJIT)
@@ -1128,8 +1181,7 @@ def _rolling2(stat: int, name: str, doc: str) -> Callable:
             raise ValueError(f"{name}: x and y shapes differ: {x.shape} vs {y.shape}")
         d = _window(d, name)
         out = np.empty(x.shape)
-        with np.errstate(all="ignore"):  # non-finite inputs are handled in the loop
-            _g_comoments(x.T, y.T, d, stat, out.T)
+        _r_comoments(x, y, d, stat, out)
         return out
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -1154,18 +1206,10 @@ ts_rank = _rolling(_r_rank, "ts_rank", "Share of the other d-1 values below toda
 ts_decay_linear = _rolling(_r_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")
 ts_product = _rolling(_r_product, "ts_product", "Product of the last d values.")
 ts_ema = _rolling(_r_ema, "ts_ema", "EMA, alpha 2/(d+1), seeded by the first full window mean.")
+ts_slope = _rolling(_r_slope, "ts_slope", "OLS slope of the last d values on 0..d-1 (d = 1 -> NaN; "
+                    "constant window -> 0).")
 ts_cov = _rolling2(_COV, "ts_cov", "Rolling covariance of x and y, ddof=1.")
 ts_corr = _rolling2(_CORR, "ts_corr", "Rolling correlation of x and y (zero variance -> NaN).")
-
-
-def ts_slope(x: np.ndarray, d: int) -> np.ndarray:
-    """OLS slope of the last d values on 0..d-1 (d = 1 -> NaN; constant window -> 0)."""
-    x = _matrix(x, "ts_slope")
-    d = _window(d, "ts_slope")
-    out = np.empty(x.shape)
-    with np.errstate(all="ignore"):
-        _g_comoments(np.arange(x.shape[0], dtype=np.float64), x.T, d, _SLOPE, out.T)
-    return out
 
 
 def adv(close: np.ndarray, volume: np.ndarray, d: int) -> np.ndarray:

@@ -105,3 +105,35 @@ def test_running_sums_reanchor_per_stock(op):
         cols = np.concatenate([K.KERNELS[op](np.ascontiguousarray(x[:, [j]]), d)
                                for j in range(x.shape[1])], axis=1)
         assert ours.tobytes() == cols.tobytes()  # a stock's values ignore its neighbours
+
+
+@pytest.mark.parametrize("exponent", [2.0, 2, np.float64(2.0), 0.5, np.float64(0.5), 1, 1.0])
+@pytest.mark.parametrize("signed", [False, True])
+def test_scalar_power_fast_paths_match_the_general_path(exponent, signed):
+    """x^2, x^0.5 and x^1 (scalar exponent) take a multiply / sqrt / copy: the same NaN mask
+    and sign bits as the pow path, values within 1 ulp, and exactly numpy's square / sqrt."""
+    rng = np.random.default_rng(21)
+    x = np.concatenate([[0.0, -0.0, 1.5, -2.5, np.nan, np.inf, -np.inf, 1e200, -1e200, 1e-320,
+                         -1e-320, 4.0], rng.normal(size=2000) * 100]).reshape(-1, 4)
+    fast = (K.signed_power if signed else K.power)(x, exponent)
+    slow = (K._signed_power_any if signed else K._power_any)(x, exponent)
+    assert (np.isnan(fast) == np.isnan(slow)).all()
+    ok = ~np.isnan(slow)
+    assert (np.signbit(fast[ok]) == np.signbit(slow[ok])).all()
+    assert (np.abs(fast[ok] - slow[ok]) <= np.spacing(np.abs(slow[ok]))).all()
+    with np.errstate(all="ignore"):
+        e = float(exponent)
+        mag = np.abs(x) ** 2 if e == 2.0 else np.sqrt(np.abs(x)) if e == 0.5 else np.abs(x)
+        want = np.where(x < 0, -mag, mag) if signed else (
+            x * x if e == 2.0 else np.sqrt(x) if e == 0.5 else x.copy())
+    want = np.where(np.isfinite(want) & np.isfinite(x), want, np.nan)
+    np.testing.assert_array_equal(fast, want)
+    assert_parity(fast, REFERENCE["signed_power" if signed else "power"](x, exponent), rtol=1e-15,
+                  what=f"power fast path {exponent}")
+
+
+def test_scalar_power_keeps_other_exponents_and_scalar_operands_on_pow():
+    x = np.array([[2.0, 3.0], [0.25, np.nan]])
+    assert K.power(x, 3.0).tobytes() == K._power_any(x, 3.0).tobytes()
+    assert K.power(2.0, 0.5) == K._power_any(2.0, 0.5)  # scalar base stays a scalar
+    assert K.power(x, np.full(x.shape, 2.0)).tobytes() == K._power_any(x, 2.0).tobytes()

@@ -8,6 +8,7 @@ rounding is not relative to the (tiny) result; those bounds are listed in
 
 from __future__ import annotations
 
+import decimal
 import math
 from fractions import Fraction
 
@@ -220,7 +221,10 @@ def test_documented_choices():
     assert np.isnan(e[4]) and np.isnan(e[5]) and e[6] == 4.5
     # std of a constant window is 0.0, d = 1 gives NaN; corr of a constant window NaN; cov 0
     c = np.array([[2.0, 1.0], [2.0, 2.0], [2.0, 4.0]])
-    np.testing.assert_array_equal(K.ts_std(c, 3)[2], [0.0, np.std([1, 2, 4], ddof=1)])
+    # std of (1, 2, 4) with ddof 1 is sqrt(7/3): the kernel returns it correctly rounded
+    # (np.std's own summation order lands 1 ulp below), exactly 0.0 on the constant column.
+    exact = float((decimal.Decimal(7) / decimal.Decimal(3)).sqrt(decimal.Context(prec=50)))
+    np.testing.assert_array_equal(K.ts_std(c, 3)[2], [0.0, exact])
     assert np.isnan(K.ts_std(c, 1)).all()
     assert np.isnan(K.ts_corr(c, c[:, ::-1].copy(), 3)[2]).all()
     assert (K.ts_cov(c, c[:, ::-1].copy(), 3)[2] == 0.0).all()

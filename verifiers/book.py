@@ -19,47 +19,211 @@ Rules fixed here (each has a test):
 - Turnover_t = Σ_i |w_{t,i} − w_{t−1,i}|, where the first judged day builds the book
   from zero (w_{first−1} ≡ 0).
 
-Why our own kernel (not pandas ``rank``): the ranks come from the project's one rank
-kernel, :func:`gymkit.dsl.kernels.row_ranks2` (an O(N²) branch-free count that LLVM
-vectorises; for N ≈ 50 stocks this is faster than sorting), and they are exact: ranks and centred ranks are multiples of 0.5, so Σ|w| is
-an exact float sum and the weights do not depend on summation order.  Every loop
-is serial (no thread reductions), so results are bit-identical across runs.
+Why our own kernel (not pandas ``rank``), and how it is fast without changing a bit:
+
+- Ranks by an O(N²) branch-free count (for N ≈ 50 stocks faster than sorting), on
+  float32 keys (8 per AVX2 vector), vectorised over the ranked values; exact because
+  float32 rounding is monotone and float32 ties are re-checked against the doubles
+  (:func:`_untied_rank_weights`, :func:`_tied_rank_weights`).  Ranks and centred ranks
+  are multiples of 0.5, so Σ|w| is an exact float sum (without ties it is n²/4 or
+  (n² − 1)/4): the weights never depend on summation order.  This is a book-local
+  copy of the idea of :func:`gymkit.dsl.kernels.row_ranks2`, tuned for the book.
+- Every per-day sum (turnover, legs, IC) is a plain stock-order chain, as one day
+  alone would compute it; the vectorisation runs across *days* (a chunk of days is
+  laid out stock-major, stocks outside, days in the vector lanes), so the bits are
+  those of the serial definition.  No threads, no fastmath: bit-identical across runs.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-from gymkit.dsl.kernels import rank_scratch, row_ranks2
+__all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
-__all__ = ["BookPnL", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
+
+_COUNT_MAX = 64  # rows with more finite values are ranked by a stable sort instead of counting
+_NAN32 = np.float32(np.nan)
+
+
+_KEY_BLOCK = 16  # keys compared per pass of the counting loop; buffers are padded to a multiple
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _rank_weights_row(
-    src: np.ndarray, scratch: tuple, out: np.ndarray
-) -> int:
-    """Write the gross-1 centred rank weights of one row into ``out``; return #finite.
+def rank_scratch(n_stocks: int) -> tuple:
+    """Scratch buffers for the rank weights of rows of ``n_stocks`` values:
+    (float32 keys, float64 keys, int32 le counts, int32 tie marks, float64 tie representatives).
 
-    Ranks come from the shared kernel :func:`gymkit.dsl.kernels.row_ranks2` (twice the
-    1-based average-tie rank, exact integers; ``scratch`` from
-    :func:`gymkit.dsl.kernels.rank_scratch`, kept across the rows of one pass).  The centred rank rank - (n + 1)/2 is a
-    multiple of 0.5, so Σ|w| is an exact float sum.
+    The key buffers are padded with NaN to a multiple of 16, so the counting loops need
+    no remainder (a NaN key counts 0 and is counted by none).
+    """
+    m = (n_stocks + _KEY_BLOCK - 1) // _KEY_BLOCK * _KEY_BLOCK
+    return (np.full(m, _NAN32), np.full(m, np.nan), np.zeros(m, np.int32), np.zeros(n_stocks + 1, np.int32),
+            np.zeros(n_stocks + 1))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _count(keys: np.ndarray, le: np.ndarray) -> int:
+    """le[i] = #{j: keys[j] <= keys[i]} for every i of the padded buffer; return Σ le.
+
+    The counts are vectorised over i (le[i] in the vector lanes, no horizontal sums),
+    16 keys[j] per pass so each count is loaded and stored once per 16 comparisons;
+    int32 counts, so float32 keys fill 8-wide AVX2 vectors.  Integer sums: exact in any order.
+    """
+    m = keys.shape[0]
+    for i in range(m):
+        le[i] = 0
+    for j in range(0, m, _KEY_BLOCK):
+        b0 = keys[j]
+        b1 = keys[j + 1]
+        b2 = keys[j + 2]
+        b3 = keys[j + 3]
+        b4 = keys[j + 4]
+        b5 = keys[j + 5]
+        b6 = keys[j + 6]
+        b7 = keys[j + 7]
+        b8 = keys[j + 8]
+        b9 = keys[j + 9]
+        b10 = keys[j + 10]
+        b11 = keys[j + 11]
+        b12 = keys[j + 12]
+        b13 = keys[j + 13]
+        b14 = keys[j + 14]
+        b15 = keys[j + 15]
+        for i in range(m):
+            v = keys[i]
+            le[i] += (
+                ((np.int32(b0 <= v) + np.int32(b1 <= v)) + (np.int32(b2 <= v) + np.int32(b3 <= v)))
+                + ((np.int32(b4 <= v) + np.int32(b5 <= v)) + (np.int32(b6 <= v) + np.int32(b7 <= v)))
+            ) + (
+                ((np.int32(b8 <= v) + np.int32(b9 <= v)) + (np.int32(b10 <= v) + np.int32(b11 <= v)))
+                + ((np.int32(b12 <= v) + np.int32(b13 <= v)) + (np.int32(b14 <= v) + np.int32(b15 <= v)))
+            )
+    total = 0
+    for i in range(m):
+        total += le[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ranks2_sorted(src: np.ndarray, n: int, ranks2: np.ndarray) -> None:
+    """Twice the average-tie rank of the ``n`` finite values of ``src`` by a stable sort
+    (0.0 for a non-finite entry)."""
+    vals = np.empty(n)
+    idx = np.empty(n, np.int64)
+    m = 0
+    for j in range(src.shape[0]):
+        ranks2[j] = 0.0
+        if math.isfinite(src[j]):
+            vals[m] = src[j]
+            idx[m] = j
+            m += 1
+    order = np.argsort(vals, kind="mergesort")
+    i = 0
+    while i < n:  # ties [i, k): lt = i, le = k
+        k = i + 1
+        while k < n and vals[order[k]] == vals[order[i]]:
+            k += 1
+        for q in range(i, k):
+            ranks2[idx[order[q]]] = float(i + k + 1)
+        i = k
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _untied_rank_weights(src: np.ndarray, keys: np.ndarray, le: np.ndarray, out: np.ndarray) -> int:
+    """Write the gross-1 centred rank weights of one row into ``out`` and return n, the
+    number of finite values — for a row of 2 … 64 finite values without float32 ties;
+    else return −1 − n and write nothing (the caller then calls :func:`_tied_rank_weights`).
+
+    w_i = (rank_i − (n + 1)/2) / Σ|rank − (n + 1)/2| over the n finite values, average
+    ranks for ties, 0 for a non-finite value, all 0 when n < 2 or the row is constant.
+
+    Ranks by counting: with le_i = #{j: v_j <= v_i} and lt_i = #{j: v_j < v_i},
+    rank_i = (lt_i + le_i + 1)/2, and lt_i = le_i − 1 when there are no ties
+    (Σ le = n(n+1)/2).  The counts run on float32 keys, 8 per AVX2 vector instead of 4:
+    rounding to float32 is monotone, so a strict float32 order is the float64 order —
+    without float32 ties the counts are exact.  Without ties Σ|rank − (n + 1)/2| is
+    n²/4 or (n² − 1)/4 exactly (centred ranks ±0.5, ±1.5, … or 0, ±1, …).  Kept small
+    and inlined: the rare paths live in :func:`_tied_rank_weights`.
     """
     n_stocks = src.shape[0]
-    buf, le, marks = scratch
-    n = row_ranks2(src, buf, le, marks, out)
+    n = 0
+    for j in range(n_stocks):
+        v = src[j]
+        fin = math.isfinite(v)
+        keys[j] = np.float32(v) if fin else _NAN32
+        n += fin
+    if n < 2 or n > _COUNT_MAX or _count(keys, le) != n * (n + 1) // 2:
+        return -1 - n
+    centre = 0.5 * (n + 1)
+    gross = 0.25 * (n * n - (n & 1))
+    for j in range(n_stocks):
+        c = le[j]
+        out[j] = (c - centre) / gross if c > 0 else 0.0
+    return n
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int) -> int:
+    """The rows :func:`_untied_rank_weights` leaves (it returned −1 − n): fewer than 2
+    finite values (all 0), float32 ties (le counts already in ``scratch``) or more than
+    64 finite values (stable sort).  Returns n.
+
+    With float32 ties, values with equal le have equal float32 keys; they must be equal
+    doubles too (always so when every value is exactly its float32 key), otherwise two
+    *different* doubles share a key and the row is counted again on the float64 values.
+    """
+    keys, keys64, le, marks, rep = scratch
+    n_stocks = src.shape[0]
     if n < 2:
         for j in range(n_stocks):
             out[j] = 0.0
         return n
     centre = 0.5 * (n + 1)
+    if n > _COUNT_MAX:
+        _ranks2_sorted(src, n, out)
+        for j in range(n_stocks):
+            out[j] = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
+        return _scale_row(out, n)
+    lossless = True  # every finite value is exactly its float32 key: no key is shared
+    for j in range(n_stocks):
+        v = src[j]
+        lossless &= (np.float64(keys[j]) == v) | (not math.isfinite(v))
+    if not lossless:  # equal counts <=> equal keys: each group must hold one double value
+        for i in range(n_stocks):
+            rep[le[i]] = src[i]
+        clash = False
+        for i in range(n_stocks):
+            clash |= (le[i] > 0) & (src[i] != rep[le[i]])
+        if clash:  # two different doubles share a float32 key: count on the doubles
+            for j in range(n_stocks):
+                v = src[j]
+                keys64[j] = v if math.isfinite(v) else np.nan
+            _count(keys64, le)
+    # lt_i = the largest le value below le_i (0 if none): mark the le values, then one
+    # scan turns marks[c] into the largest marked value below c
+    for c in range(n_stocks + 1):
+        marks[c] = 0
     for i in range(n_stocks):
-        r2 = out[i]
-        out[i] = 0.5 * r2 - centre if r2 > 0.0 else 0.0
-    # Σ|w| in four interleaved partial sums: every partial sum is a multiple of 0.5 far
-    # below 2**52, so it is exact and the order cannot change a bit (no add chain to wait on)
+        marks[le[i]] = le[i]
+    last = 0
+    for c in range(1, n_stocks + 1):
+        m = marks[c]
+        marks[c] = last
+        last = max(last, m)
+    for j in range(n_stocks):
+        c = le[j]
+        out[j] = 0.5 * (marks[c] + c + 1) - centre if c > 0 else 0.0
+    return _scale_row(out, n)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _scale_row(out: np.ndarray, n: int) -> int:
+    """Divide centred ranks (0 outside the book) by Σ|·|; a constant row (Σ = 0) holds nothing."""
+    n_stocks = out.shape[0]
+    # four interleaved partial sums: each is a multiple of 0.5 far below 2**52, so exact
     g0 = g1 = g2 = g3 = 0.0
     for i in range(0, n_stocks - 3, 4):
         g0 += abs(out[i])
@@ -69,7 +233,7 @@ def _rank_weights_row(
     for i in range(n_stocks - n_stocks % 4, n_stocks):
         g0 += abs(out[i])
     gross = (g0 + g1) + (g2 + g3)
-    if gross == 0.0:  # constant cross-section: all ranks equal
+    if gross == 0.0:
         for j in range(n_stocks):
             out[j] = 0.0
         return n
@@ -83,8 +247,12 @@ def _book_weights(values: np.ndarray, r0: int, r1: int) -> np.ndarray:
     n_stocks = values.shape[1]
     out = np.empty((r1 - r0, n_stocks))
     scratch = rank_scratch(n_stocks)
+    keys = scratch[0]
+    le = scratch[2]
     for t in range(r0, r1):
-        _rank_weights_row(values[t], scratch, out[t - r0])
+        k = _untied_rank_weights(values[t], keys, le, out[t - r0])
+        if k < 0:  # (written this way, not as one helper: the helper measured 20% slower)
+            _tied_rank_weights(values[t], scratch, out[t - r0], -1 - k)
     return out
 
 
@@ -100,112 +268,203 @@ def book_weights(values: np.ndarray, rows: slice | None = None) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _pnl_pair(wa, pa, ra, wb, pb, rb):
-    """Turnover and leg contributions of two rows at once (weights w, previous weights p,
-    forward returns r); each row's sums run in stock order, exactly as one row alone --
-    two rows only interleave their independent add chains."""
-    tov_a = tov_b = la = lb = sa = sb = 0.0
-    for j in range(wa.shape[0]):
-        x = wa[j]
-        y = wb[j]
-        tov_a += abs(x - pa[j])
-        tov_b += abs(y - pb[j])
-        px = max(x, 0.0)
-        py = max(y, 0.0)
-        la += px * ra[j]
-        lb += py * rb[j]
-        sa += (x - px) * ra[j]
-        sb += (y - py) * rb[j]
-    return tov_a, la, sa, tov_b, lb, sb
+def _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc):
+    """Add each stock's terms of days c0 + e, e < n, to the day sums in ``acc``, in stock order.
+
+    ``wt`` (N, ≥ 1 + n): weights, column e + 1 = day c0 + e and column 0 = the day before;
+    ``fin`` (N, ≥ n): 1.0 where the value is finite; ``ft``, ``mt`` (N, D): forward return
+    (NaN → 0) and its finite mask.  acc rows: 0 turnover, 1 long leg, 2 short leg, 3 IC
+    names k = fin·mask, 4 Σ k·w, 5 Σ k·r.  Stocks outside, days inside (the vector lanes);
+    two stocks per pass, added one after the other (the same chain as one at a time).
+    """
+    n_stocks = wt.shape[0]
+    tov = acc[0]
+    lo = acc[1]
+    sh = acc[2]
+    m = acc[3]
+    sw = acc[4]
+    sr = acc[5]
+    for j in range(0, n_stocks - 1, 2):
+        wa = wt[j]
+        wb = wt[j + 1]
+        ia = fin[j]
+        ib = fin[j + 1]
+        fa = ft[j, c0:]
+        fb = ft[j + 1, c0:]
+        ma = mt[j, c0:]
+        mb = mt[j + 1, c0:]
+        for e in range(n):
+            x = wa[e + 1]
+            y = wb[e + 1]
+            r = fa[e]
+            q = fb[e]
+            u = ma[e] * ia[e] if holes else ma[e]  # fin = 1.0 without holes: the same bits
+            v = mb[e] * ib[e] if holes else mb[e]
+            px = max(x, 0.0)
+            py = max(y, 0.0)
+            tov[e] = (tov[e] + abs(x - wa[e])) + abs(y - wb[e])
+            lo[e] = (lo[e] + px * r) + py * q
+            sh[e] = (sh[e] + (x - px) * r) + (y - py) * q
+            m[e] = (m[e] + u) + v
+            sw[e] = (sw[e] + u * x) + v * y
+            sr[e] = (sr[e] + u * r) + v * q
+    if n_stocks % 2:
+        j = n_stocks - 1
+        wa = wt[j]
+        ia = fin[j]
+        fa = ft[j, c0:]
+        ma = mt[j, c0:]
+        for e in range(n):
+            x = wa[e + 1]
+            r = fa[e]
+            u = ma[e] * ia[e] if holes else ma[e]
+            px = max(x, 0.0)
+            tov[e] += abs(x - wa[e])
+            lo[e] += px * r
+            sh[e] += (x - px) * r
+            m[e] += u
+            sw[e] += u * x
+            sr[e] += u * r
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _ic_pair(wa, ra, fa, va, wb, rb, fb, vb, inb):
-    """Pearson IC of two rows at once over the names with a finite value (``v``) and a
-    finite forward return (mask ``f``): (m_a, ic_a, m_b, ic_b), ic NaN for zero variance.
-    Each row's sums run in stock order, as one row alone.  ``inb`` is (2, N) scratch."""
-    ia = inb[0]
-    ib = inb[1]
-    ma = swa = sra = mb = swb = srb = 0.0
-    for j in range(wa.shape[0]):
-        ka = fa[j] if np.isfinite(va[j]) else 0.0
-        kb = fb[j] if np.isfinite(vb[j]) else 0.0
-        ia[j] = ka
-        ib[j] = kb
-        ma += ka
-        mb += kb
-        swa += ka * wa[j]
-        swb += kb * wb[j]
-        sra += ka * ra[j]
-        srb += kb * rb[j]
-    mwa = swa / ma
-    mra = sra / ma
-    mwb = swb / mb
-    mrb = srb / mb
-    cova = vwa = vra = covb = vwb = vrb = 0.0
-    for j in range(wa.shape[0]):
-        x = (wa[j] - mwa) * ia[j]
-        y = (ra[j] - mra) * ia[j]
-        u = (wb[j] - mwb) * ib[j]
-        v = (rb[j] - mrb) * ib[j]
-        cova += x * y
-        covb += u * v
-        vwa += x * x
-        vwb += u * u
-        vra += y * y
-        vrb += v * v
-    ica = cova / np.sqrt(vwa * vra) if (vwa > 0.0 and vra > 0.0) else np.nan
-    icb = covb / np.sqrt(vwb * vrb) if (vwb > 0.0 and vrb > 0.0) else np.nan
-    return ma, ica, mb, icb
+def _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc):
+    """Second pass of the IC: acc rows 6 Σ x·y, 7 Σ x², 8 Σ y² with x = (w − mean w)·k and
+    y = (r − mean r)·k, in stock order (two stocks per pass), days vectorised."""
+    n_stocks = wt.shape[0]
+    cov = acc[6]
+    vw = acc[7]
+    vr = acc[8]
+    for j in range(0, n_stocks - 1, 2):
+        wa = wt[j]
+        wb = wt[j + 1]
+        ia = fin[j]
+        ib = fin[j + 1]
+        fa = ft[j, c0:]
+        fb = ft[j + 1, c0:]
+        ma = mt[j, c0:]
+        mb = mt[j + 1, c0:]
+        for e in range(n):
+            u = ma[e] * ia[e] if holes else ma[e]
+            v = mb[e] * ib[e] if holes else mb[e]
+            x = (wa[e + 1] - mw[e]) * u
+            y = (fa[e] - mr[e]) * u
+            p = (wb[e + 1] - mw[e]) * v
+            q = (fb[e] - mr[e]) * v
+            cov[e] = (cov[e] + x * y) + p * q
+            vw[e] = (vw[e] + x * x) + p * p
+            vr[e] = (vr[e] + y * y) + q * q
+    if n_stocks % 2:
+        j = n_stocks - 1
+        wa = wt[j]
+        ia = fin[j]
+        fa = ft[j, c0:]
+        ma = mt[j, c0:]
+        for e in range(n):
+            u = ma[e] * ia[e] if holes else ma[e]
+            x = (wa[e + 1] - mw[e]) * u
+            y = (fa[e] - mr[e]) * u
+            cov[e] += x * y
+            vw[e] += x * x
+            vr[e] += y * y
+
+
+_CHUNK = 256  # judged days per pass of the sums (buffers of 46 stocks stay in L1/L2)
+_ROW = _CHUNK + 8  # row stride of the stock-major buffers: 33 cache lines, odd, so the
+# stores of one day land in different cache sets (a 2 KiB stride maps them all to one set)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _book_pnl(values, fwd0, fmask, r0, r1, min_ic_names):
+def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
     """Weights of every judged row, then gross, turnover, leg contributions and IC.
 
-    ``fwd0`` is the forward return with NaN replaced by 0 (the NaN rule) and
-    ``fmask`` is 1.0 where the forward return is finite, else 0.0.  Branch-free
-    inner loops; every sum runs in stock order (rows are taken two at a time only so
-    that their independent sums overlap in the CPU: the same bits as one at a time).
+    ``ft``, ``mt`` (N, r1 − r0): forward returns of the judged rows with NaN → 0 (the NaN
+    rule) and 1.0 where finite, stock-major (:class:`ForwardByStock`).  Every per-day sum
+    is the same chain of additions, in stock order, as a plain loop over one day's stocks
+    (the same bits); the days of a chunk are the vector lanes: each weight row is copied
+    stock-major into ``wt`` as it is built, and the sums loop over stocks outside and days
+    inside, where LLVM vectorises.  ``fin`` (finite value) is 1.0 except where a row has a
+    non-finite value, so rows without any cost no per-stock write.
     """
     n_days = r1 - r0
     n_stocks = values.shape[1]
     weights = np.empty((n_days, n_stocks))
-    n_fin = np.empty(n_days, np.int64)
     gross = np.empty(n_days)
     turnover = np.empty(n_days)
     long_c = np.empty(n_days)
     short_c = np.empty(n_days)
     ic = np.full(n_days, np.nan)
     scratch = rank_scratch(n_stocks)
-    for d in range(n_days):
-        n_fin[d] = _rank_weights_row(values[r0 + d], scratch, weights[d])
-    zero = np.zeros(n_stocks)  # the first judged day builds the book from zero
-    inb = np.empty((2, n_stocks))
-    for d in range(0, n_days, 2):
-        e = min(d + 1, n_days - 1)  # the pair (d, e); e == d on an odd last row
-        t = r0 + d
-        s = r0 + e
-        prev = weights[d - 1] if d > 0 else zero
-        tov_a, la, sa, tov_b, lb, sb = _pnl_pair(weights[d], prev, fwd0[t], weights[e],
-                                                 weights[e - 1] if e > 0 else zero, fwd0[s])
-        gross[d] = la + sa
-        long_c[d] = la
-        short_c[d] = sa
-        turnover[d] = tov_a
-        gross[e] = lb + sb
-        long_c[e] = lb
-        short_c[e] = sb
-        turnover[e] = tov_b
-        # IC: Pearson correlation of weights with the forward return over the names in
-        # the book (finite value) with a finite forward return; needs >= min_ic_names.
-        ma, ica, mb, icb = _ic_pair(weights[d], fwd0[t], fmask[t], values[t], weights[e],
-                                    fwd0[s], fmask[s], values[s], inb)
-        if n_fin[d] >= min_ic_names and ma >= min_ic_names:
-            ic[d] = ica
-        if n_fin[e] >= min_ic_names and mb >= min_ic_names:
-            ic[e] = icb
+    keys = scratch[0]
+    le = scratch[2]
+    wt = np.zeros((n_stocks, _ROW))  # column 0: the day before (zero: the book starts empty)
+    fin = np.ones((n_stocks, _ROW))
+    acc = np.zeros((9, _CHUNK))
+    n_fin = np.zeros(_CHUNK, np.int64)
+    mw = np.empty(_CHUNK)
+    mr = np.empty(_CHUNK)
+    for c0 in range(0, n_days, _CHUNK):
+        n = min(_CHUNK, n_days - c0)
+        holes = False
+        for e in range(n):
+            row = weights[c0 + e]
+            src = values[r0 + c0 + e]
+            k = _untied_rank_weights(src, keys, le, row)
+            if k < 0:  # ties, < 2 or > 64 finite values
+                k = _tied_rank_weights(values[r0 + c0 + e], scratch, weights[c0 + e], -1 - k)
+            n_fin[e] = k
+            for j in range(n_stocks):
+                wt[j, e + 1] = row[j]
+            if k < n_stocks:
+                holes = True
+                for j in range(n_stocks):
+                    if not math.isfinite(src[j]):
+                        fin[j, e] = 0.0
+        acc[:] = 0.0
+        _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc)
+        for e in range(n):
+            mw[e] = acc[4, e] / acc[3, e]
+            mr[e] = acc[5, e] / acc[3, e]
+        _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc)
+        for e in range(n):
+            d = c0 + e
+            lo = acc[1, e]
+            sh = acc[2, e]
+            gross[d] = lo + sh
+            long_c[d] = lo
+            short_c[d] = sh
+            turnover[d] = acc[0, e]
+            # Pearson IC of weights and forward returns over the names in the book with a
+            # finite forward return; needs >= min_ic_names of them
+            if n_fin[e] >= min_ic_names and acc[3, e] >= min_ic_names:
+                vw = acc[7, e]
+                vr = acc[8, e]
+                ic[d] = acc[6, e] / np.sqrt(vw * vr) if (vw > 0.0 and vr > 0.0) else np.nan
+        for j in range(n_stocks):
+            wt[j, 0] = wt[j, n]
+        if holes:
+            fin[:] = 1.0
     return weights, gross, turnover, long_c, short_c, ic
+
+
+class ForwardByStock:
+    """Forward returns of the judged rows ``r0:r1`` in the stock-major layout of the book kernel.
+
+    ``fwd0`` (N, r1 − r0): the forward return with NaN → 0, column d = row r0 + d;
+    ``finite`` (N, r1 − r0): 1.0 where it is finite.  Built once per window
+    (:mod:`.context`) and shared by every formula.
+    """
+
+    __slots__ = ("finite", "fwd0", "n_stocks", "r0", "r1")
+
+    def __init__(self, fwd_parts: tuple[np.ndarray, np.ndarray], rows: slice) -> None:
+        fwd0, fmask = fwd_parts
+        r0, r1 = _bounds(rows, fwd0.shape[0])
+        self.r0, self.r1, self.n_stocks = r0, r1, fwd0.shape[1]
+        self.fwd0 = np.ascontiguousarray(fwd0[r0:r1].T)
+        self.finite = np.ascontiguousarray(fmask[r0:r1].T, dtype=np.float64)
+        self.fwd0.setflags(write=False)
+        self.finite.setflags(write=False)
 
 
 class BookPnL:
@@ -229,28 +488,33 @@ class BookPnL:
 
 def book_pnl(
     values: np.ndarray, fwd: np.ndarray, rows: slice, *, min_ic_names: int = 5,
-    fwd_parts: tuple[np.ndarray, np.ndarray] | None = None,
+    fwd_parts: tuple[np.ndarray, np.ndarray] | None = None, fwd_by_stock: ForwardByStock | None = None,
 ) -> BookPnL:
     """Build the book on signal dates ``rows`` and return its gross P&L and turnover.
 
     ``values`` and ``fwd`` are (T, N) aligned on the same sessions; ``fwd[t]`` is
     the open(t+1) → open(t+2) return (see :func:`forward_open_returns`), NaN where
     unknown (counted as 0).  The first row of ``rows`` builds the book from zero.
-    ``fwd_parts`` = :func:`split_forward_returns` of ``fwd``, when the caller caches it.
+    ``fwd_parts`` = :func:`split_forward_returns` of ``fwd`` and ``fwd_by_stock`` =
+    :class:`ForwardByStock` of those parts on ``rows``, when the caller caches them.
     """
     v = _as_values(values)
     if min_ic_names < 2:
         raise ValueError(f"min_ic_names must be >= 2, got {min_ic_names}")
-    if fwd_parts is None:
-        f = np.asarray(fwd, dtype=np.float64)
-        if f.shape != v.shape:
-            raise ValueError(f"forward returns shape {f.shape} does not match values shape {v.shape}")
-        fwd_parts = split_forward_returns(f)
-    fwd0, fmask = fwd_parts
-    if fwd0.shape != v.shape:
-        raise ValueError(f"forward returns shape {fwd0.shape} does not match values shape {v.shape}")
     r0, r1 = _bounds(rows, v.shape[0])
-    return BookPnL(*_book_pnl(v, fwd0, fmask, r0, r1, int(min_ic_names)))
+    if fwd_by_stock is None:
+        if fwd_parts is None:
+            f = np.asarray(fwd, dtype=np.float64)
+            if f.shape != v.shape:
+                raise ValueError(f"forward returns shape {f.shape} does not match values shape {v.shape}")
+            fwd_parts = split_forward_returns(f)
+        if fwd_parts[0].shape != v.shape:
+            raise ValueError(f"forward returns shape {fwd_parts[0].shape} does not match values shape {v.shape}")
+        fwd_by_stock = ForwardByStock(fwd_parts, slice(r0, r1))
+    elif (fwd_by_stock.r0, fwd_by_stock.r1, fwd_by_stock.n_stocks) != (r0, r1, v.shape[1]):
+        raise ValueError(f"forward returns cover rows {fwd_by_stock.r0}:{fwd_by_stock.r1} of "
+                         f"{fwd_by_stock.n_stocks} stocks, the book needs rows {r0}:{r1} of {v.shape[1]}")
+    return BookPnL(*_book_pnl(v, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1, int(min_ic_names)))
 
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

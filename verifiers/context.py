@@ -18,7 +18,7 @@ from numba import njit
 from gymkit.data.panel import Panel
 from gymkit.data.splits import Split
 
-from .book import forward_open_returns, split_forward_returns
+from .book import ForwardByStock, forward_open_returns, split_forward_returns
 from .costs import CostInputs
 from .factors import FactorModel, _rolling_mean, _rolling_std, build_factor_model
 from .windows import BURN_IN, JudgedWindow, judged_window, window_panel
@@ -64,7 +64,8 @@ def _fill_with_row_median(x: np.ndarray) -> np.ndarray:
 class WindowContext:
     """Everything per window that formulas share (see module doc)."""
 
-    __slots__ = ("_cost_inputs", "_factors", "_lock", "fwd", "fwd_parts", "judged", "market", "panel", "split")
+    __slots__ = ("_cost_inputs", "_factors", "_lock", "fwd", "fwd_by_stock", "fwd_parts", "judged", "market",
+                 "panel", "split")
 
     def __init__(self, panel: Panel, split: Split, judged: JudgedWindow) -> None:
         self.panel = panel
@@ -77,6 +78,7 @@ class WindowContext:
         for a in parts:
             a.setflags(write=False)
         self.fwd_parts = parts
+        self.fwd_by_stock = ForwardByStock(parts, judged.rows)  # the book kernel's layout
         market = _equal_weight_market(fwd, judged.first, judged.last + 1)
         market.setflags(write=False)
         self.market = market

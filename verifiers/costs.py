@@ -61,6 +61,7 @@ __all__ = [
 
 BPS = 1e-4
 DAYS_PER_YEAR = 252
+_DICTS: dict = {}  # cost model -> its to_dict(), per distinct (frozen) model
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,14 @@ class _CostBase:
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"name": ..., **parameters}`` (JSON-ready; round-trips through from_dict)."""
+        cached = _DICTS.get(self)  # frozen: the dict of equal models is the same; built once
+        if cached is None:
+            cached = self._build_dict()
+            if len(_DICTS) < 256:
+                _DICTS[self] = cached
+        return dict(cached)
+
+    def _build_dict(self) -> dict[str, Any]:
         return {"name": self.name, **{k: float(v) for k, v in asdict(self).items()}}
 
     def scaled(self, factor: float):
@@ -148,9 +157,9 @@ class RealisticCosts(_CostBase):
         if self.book_usd <= 0:
             raise ValueError(f"cost model 'realistic': book_usd must be > 0, got {self.book_usd!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``{"name": ..., **parameters}`` with the windows as ints."""
-        d = super().to_dict()
+    def _build_dict(self) -> dict[str, Any]:
+        """``{"name": ..., **parameters}`` with the windows as ints."""
+        d = super()._build_dict()
         d["vol_window"], d["adv_window"] = int(self.vol_window), int(self.adv_window)
         return d
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .book import book_pnl, split_forward_returns
-from .metrics import _sharpe
+from .book import ForwardByStock, book_pnl, split_forward_returns
+from .metrics import _sharpe_from, numpy_mean, numpy_std
 
 __all__ = ["FACTOR_NAMES", "FactorExposure", "FactorModel", "build_factor_model", "factor_signals"]
 
@@ -149,15 +149,16 @@ def _qr_cgs2(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, r
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _ols(q: np.ndarray, r: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """β = R⁻¹ Qᵀ y.  Qᵀy in one pass over the days: the k sums advance together, each
+    still in day order (the bits of one column at a time)."""
     n, k = q.shape
     qty = np.zeros(k)
-    for c in range(k):
-        s = 0.0
-        for i in range(n):
-            s += q[i, c] * y[i]
-        qty[c] = s
+    for i in range(n):
+        yi = y[i]
+        for c in range(k):
+            qty[c] += q[i, c] * yi
     beta = np.zeros(k)
     for c in range(k - 1, -1, -1):
         if r[c, c] == 0.0:
@@ -170,28 +171,57 @@ def _ols(q: np.ndarray, r: np.ndarray, y: np.ndarray) -> np.ndarray:
     return beta
 
 
-@njit(cache=True, nogil=True)
-def _residual_stats(f: np.ndarray, beta: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+@njit(cache=True, nogil=True, error_model="numpy")
+def _regress(q: np.ndarray, r: np.ndarray, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS of y on [1, F] and every statistic of :meth:`FactorModel.regress`, in one kernel.
+
+    Returns (β, stats) with stats = (r2, raw Sharpe, residual Sharpe, factor Sharpe).
+    Each sum is the same day-order chain as in the one-statistic definitions
+    (:func:`~gymkit.verifiers.metrics._sharpe`; numpy's ``mean``/``std`` via their
+    bit-exact replicas), several chains per loop.
+    """
     n, k = f.shape
+    beta = _ols(q, r, y)
     resid = np.empty(n)  # alpha + epsilon = y - F beta
+    sy = 0.0
+    se = 0.0
+    ymax = 0.0
+    emax = 0.0
     for i in range(n):
         s = y[i]
         for c in range(k):
             s -= f[i, c] * beta[c + 1]
         resid[i] = s
-    my = 0.0
-    for i in range(n):
-        my += y[i]
-    my /= max(n, 1)
+        sy += y[i]
+        se += s
+        ymax = max(ymax, abs(y[i]))
+        emax = max(emax, abs(s))
+    my = sy / max(n, 1)
+    me = se / n if n > 0 else 0.0
     sst = 0.0
     sse = 0.0
+    ve = 0.0
     for i in range(n):
-        e = resid[i] - beta[0]
-        sse += e * e
         dy = y[i] - my
         sst += dy * dy
-    r2 = 1.0 - sse / sst if sst > 0.0 else 0.0
-    return resid, r2
+        e = resid[i] - beta[0]
+        sse += e * e
+        de = resid[i] - me
+        ve += de * de
+    stats = np.zeros(4)
+    stats[0] = 1.0 - sse / sst if sst > 0.0 else 0.0
+    raw = _sharpe_from(n, my, sst)
+    stats[1] = raw
+    # a residual that is only rounding (P&L fully spanned by the factors) has Sharpe 0
+    stats[2] = _sharpe_from(n, me, ve) if emax > 1e-12 * ymax else 0.0
+    # Additive split of the raw Sharpe in the P&L's own volatility: raw = factor_sharpe +
+    # mean(α + ε)/std(pnl)·√252.  Unlike residual_sharpe (Sharpe of α + ε in the residual's
+    # volatility), it stays bounded when the factors explain nearly all the variance and the
+    # residual is little more than the cost series (residual Sharpes of −40 were seen).
+    sd = numpy_std(y, 1) if n > 1 else 0.0
+    if raw != 0.0 and sd > 0.0:
+        stats[3] = (numpy_mean(y) - numpy_mean(resid)) / sd * np.sqrt(252.0)
+    return beta, stats
 
 
 @dataclass(frozen=True)
@@ -244,25 +274,14 @@ class FactorModel:
         y = np.ascontiguousarray(pnl, dtype=np.float64)
         if y.shape != (self.returns.shape[0],):
             raise ValueError(f"pnl shape {y.shape} does not match the factor model's {self.returns.shape[0]} days")
-        beta = _ols(self._q, self._r, y)
-        resid, r2 = _residual_stats(self.returns, beta, y)
-        raw = float(_sharpe(y))
-        scale = float(np.max(np.abs(y))) if y.size else 0.0
-        # a residual that is only rounding (P&L fully spanned by the factors) has Sharpe 0
-        res = float(_sharpe(resid)) if np.max(np.abs(resid), initial=0.0) > 1e-12 * scale else 0.0
+        beta, stats = _regress(self._q, self._r, self.returns, y)
+        b = beta.tolist()
+        r2, raw, res, fac = stats.tolist()
         diff = raw - res
-        # Additive split of the raw Sharpe in the P&L's own volatility: raw = factor_sharpe +
-        # mean(α + ε)/std(pnl)·√252.  Unlike residual_sharpe (Sharpe of α + ε in the residual's
-        # volatility), it stays bounded when the factors explain nearly all the variance and the
-        # residual is little more than the cost series (residual Sharpes of −40 were seen).
-        sd = float(np.std(y, ddof=1)) if y.size > 1 else 0.0
-        fac = 0.0
-        if raw != 0.0 and sd > 0.0:
-            fac = float((np.mean(y) - np.mean(resid)) / sd * np.sqrt(252.0))
         return FactorExposure(
-            betas={n: float(b) for n, b in zip(self.names, beta[1:], strict=True)},
-            alpha=float(beta[0]),
-            r2=float(r2),
+            betas=dict(zip(self.names, b[1:], strict=True)),
+            alpha=b[0],
+            r2=r2,
             raw_sharpe=raw,
             residual_sharpe=res,
             sharpe_explained=diff,
@@ -284,7 +303,7 @@ def build_factor_model(
     ``market`` (D,) equal-weight market over ``rows`` (the judged signal dates)."""
     sig = factor_signals(close, volume, cap)
     cols = [np.asarray(market, dtype=np.float64)]
-    parts = split_forward_returns(fwd)
+    by_stock = ForwardByStock(split_forward_returns(fwd), rows)
     for name in FACTOR_NAMES[1:]:
-        cols.append(book_pnl(sig[name], fwd, rows, fwd_parts=parts).gross)
+        cols.append(book_pnl(sig[name], fwd, rows, fwd_by_stock=by_stock).gross)
     return FactorModel(np.column_stack(cols), FACTOR_NAMES, fingerprint)

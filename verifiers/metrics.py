@@ -13,7 +13,9 @@
   0.0 when no day is defined.
 * ``long``/``short``: mean daily gross contribution of each leg (long + short = mean gross).
 
-All loops are serial and in a fixed order (bit-identical across runs).
+All loops are serial and in a fixed order (bit-identical across runs); one kernel
+computes every statistic in two passes (each sum is still its own day-order chain).
+``numpy_mean``/``numpy_std`` reproduce numpy's pairwise sums bit for bit inside kernels.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numba import njit
 
-__all__ = ["ANNUALISATION", "Metrics", "compute_metrics", "max_drawdown", "sharpe"]
+__all__ = ["ANNUALISATION", "Metrics", "compute_metrics", "max_drawdown", "numpy_mean", "numpy_std", "sharpe"]
 
 #: Trading days per year used to annualise.
 ANNUALISATION = 252.0
@@ -75,46 +77,69 @@ def max_drawdown(returns: np.ndarray) -> float:
     return float(_max_drawdown(np.ascontiguousarray(returns, dtype=np.float64)))
 
 
-@njit(cache=True, nogil=True)
-def _moments(net, gross, turnover, ic, long_c, short_c, market):
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _sharpe_from(n: int, m: float, v: float) -> float:
+    """The end of :func:`_sharpe`: n days, mean m, Σ(r − m)² = v."""
+    if n < 2:
+        return 0.0
+    v /= n - 1
+    if not (v > (1e-12 * m) ** 2) or not np.isfinite(v):
+        return 0.0
+    return m / np.sqrt(v) * np.sqrt(252.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _summary(net, gross, turnover, ic, long_c, short_c, market):
+    """Every number of :class:`Metrics` in two passes over the days (see ``_SUMMARY``).
+
+    Each statistic is the same sequential sum, in day order, as its one-statistic
+    definition (:func:`_sharpe`, :func:`_max_drawdown`, the equity product) — the loops
+    only carry several independent chains at once, so the bits are those of the
+    one-at-a-time code.
+    """
     n = net.shape[0]
-    out = np.zeros(12)
+    out = np.zeros(15)  # the slots of _SUMMARY
     if n == 0:
         return out
-    sn = 0.0
-    sg = 0.0
-    st = 0.0
-    sl = 0.0
-    ss = 0.0
-    sm = 0.0
+    sn = sg = st = sl = ss = sm = sic = 0.0
     hits = 0
-    sic = 0.0
     nic = 0
+    eq = 1.0
+    peak = 1.0
+    worst = 0.0
     for i in range(n):
-        sn += net[i]
+        x = net[i]
+        sn += x
         sg += gross[i]
         st += turnover[i]
         sl += long_c[i]
         ss += short_c[i]
         sm += market[i]
-        if net[i] > 0.0:
-            hits += 1
-        if ic[i] == ic[i]:
-            sic += ic[i]
+        hits += x > 0.0
+        c = ic[i]
+        if c == c:
+            sic += c
             nic += 1
+        eq *= 1.0 + x
+        if eq > peak:
+            peak = eq
+        dd = eq / peak - 1.0
+        if dd < worst:
+            worst = dd
     mn = sn / n
+    mg = sg / n
     mm = sm / n
-    cov = 0.0
-    vn = 0.0
-    vm = 0.0
+    cov = vn = vg = vm = 0.0
     for i in range(n):
         a = net[i] - mn
         b = market[i] - mm
+        g = gross[i] - mg
         cov += a * b
         vn += a * a
         vm += b * b
+        vg += g * g
     out[0] = mn
-    out[1] = sg / n
+    out[1] = mg
     out[2] = st / n
     out[3] = sic / nic if nic > 0 else 0.0
     out[4] = hits / n
@@ -123,7 +148,114 @@ def _moments(net, gross, turnover, ic, long_c, short_c, market):
     out[7] = cov / vm if vm > 0.0 else 0.0
     out[8] = cov / np.sqrt(vn * vm) if (vn > 0.0 and vm > 0.0) else 0.0
     out[9] = nic
+    out[10] = _sharpe_from(n, mn, vn)
+    out[11] = _sharpe_from(n, mg, vg)
+    out[12] = _sharpe_from(n, mm, vm)
+    out[13] = worst
+    out[14] = eq - 1.0
     return out
+
+
+#: Slots of the :func:`_summary` array.
+_SUMMARY = ("mean", "mean_gross", "turnover", "ic", "hit_rate", "long", "short", "beta", "corr",
+            "ic_days", "sharpe", "gross_sharpe", "market_sharpe", "max_drawdown", "total_return")
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
+    """numpy's ``DOUBLE_pairwise_sum`` leaf (n <= 128): eight interleaved accumulators."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pairwise_sum(a: np.ndarray) -> float:
+    """numpy's pairwise sum of ``a`` (``DOUBLE_pairwise_sum``: more than 128 values are split
+    in halves at a multiple of 8 and the halves' sums added; 128 or fewer go to
+    :func:`_pairwise_block`), to reproduce numpy's bits.  The recursion runs on an explicit
+    stack (post-order: left sum, right sum, then left + right)."""
+    n = a.shape[0]
+    if n <= 128:
+        return _pairwise_block(a, 0, n)
+    f_lo = np.empty(64, np.int64)
+    f_n = np.empty(64, np.int64)
+    f_stage = np.empty(64, np.int64)
+    vals = np.empty(64)
+    f_lo[0] = 0
+    f_n[0] = n
+    f_stage[0] = 0
+    sp = 1
+    vp = 0
+    while sp > 0:
+        lo = f_lo[sp - 1]
+        m = f_n[sp - 1]
+        if m <= 128:
+            sp -= 1
+            vals[vp] = _pairwise_block(a, lo, m)
+            vp += 1
+            continue
+        half = m // 2
+        half -= half % 8
+        stage = f_stage[sp - 1]
+        if stage == 2:
+            sp -= 1
+            vals[vp - 2] = vals[vp - 2] + vals[vp - 1]
+            vp -= 1
+            continue
+        f_stage[sp - 1] = stage + 1
+        f_lo[sp] = lo if stage == 0 else lo + half
+        f_n[sp] = half if stage == 0 else m - half
+        f_stage[sp] = 0
+        sp += 1
+    return vals[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def numpy_mean(a: np.ndarray) -> float:
+    """``numpy.mean`` of a 1-D float64 array, bit for bit (NaN for an empty array)."""
+    n = a.shape[0]
+    return (0.0 + _pairwise_sum(a)) / n if n > 0 else np.nan
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def numpy_std(a: np.ndarray, ddof: int) -> float:
+    """``numpy.std(a, ddof=ddof)`` of a 1-D float64 array, bit for bit (NaN when n <= ddof)."""
+    n = a.shape[0]
+    if n - ddof <= 0:
+        return np.nan
+    m = numpy_mean(a)
+    sq = np.empty(n)
+    for i in range(n):
+        d = a[i] - m
+        sq[i] = d * d
+    return np.sqrt((0.0 + _pairwise_sum(sq)) / (n - ddof))
 
 
 @dataclass(frozen=True)
@@ -163,24 +295,25 @@ def compute_metrics(
     market: np.ndarray,
 ) -> Metrics:
     """Return :class:`Metrics` of aligned (D,) daily series over the judged days."""
-    m = _moments(net, gross, turnover, ic, long_contribution, short_contribution, market)
-    total = float(np.prod(1.0 + net)) - 1.0 if net.size else 0.0
+    m = _summary(*(np.ascontiguousarray(a, dtype=np.float64) for a in
+                   (net, gross, turnover, ic, long_contribution, short_contribution, market)))
+    mean, mean_gross, turn, ic_mean, hit, long_m, short_m, beta, corr, ic_days, sr, gsr, msr, dd, total = m.tolist()
     return Metrics(
         n_days=int(net.size),
-        sharpe=float(_sharpe(net)),
-        gross_sharpe=float(_sharpe(gross)),
-        mean_return=float(m[0]),
-        mean_gross_return=float(m[1]),
-        annual_return=float(m[0]) * ANNUALISATION,
+        sharpe=sr,
+        gross_sharpe=gsr,
+        mean_return=mean,
+        mean_gross_return=mean_gross,
+        annual_return=mean * ANNUALISATION,
         total_return=total,
-        turnover=float(m[2]),
-        ic=float(m[3]),
-        ic_days=int(m[9]),
-        max_drawdown=float(_max_drawdown(net)),
-        beta=float(m[7]),
-        corr=float(m[8]),
-        hit_rate=float(m[4]),
-        long_contribution=float(m[5]),
-        short_contribution=float(m[6]),
-        market_sharpe=float(_sharpe(market)),
+        turnover=turn,
+        ic=ic_mean,
+        ic_days=int(ic_days),
+        max_drawdown=dd,
+        beta=beta,
+        corr=corr,
+        hit_rate=hit,
+        long_contribution=long_m,
+        short_contribution=short_m,
+        market_sharpe=msr,
     )

@@ -30,9 +30,13 @@ __all__ = ["BacktestResult", "backtest", "default_costs"]
 _DEFAULT_CPCV = CPCV()
 
 
+_DEFAULT_TRAIN_COSTS = TrainCosts()  # frozen dataclasses: one shared instance each
+_DEFAULT_HOLDOUT_COSTS = RealisticCosts()
+
+
 def default_costs(mode: str) -> CostModel:
     """The default cost model of a mode: TrainCosts for 'train', RealisticCosts for 'holdout'."""
-    return TrainCosts() if mode == "train" else RealisticCosts()
+    return _DEFAULT_TRAIN_COSTS if mode == "train" else _DEFAULT_HOLDOUT_COSTS
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def backtest(
     window_values = v[i0 : i0 + wp.T]
     t1 = time.perf_counter()
 
-    book = book_pnl(window_values, ctx.fwd, jw.rows, fwd_parts=ctx.fwd_parts)
+    book = book_pnl(window_values, ctx.fwd, jw.rows, fwd_by_stock=ctx.fwd_by_stock)
     t2 = time.perf_counter()
 
     inputs = ctx.cost_inputs(cost_model.vol_window, cost_model.adv_window) if cost_model.needs_market else None
@@ -136,7 +140,7 @@ def backtest(
     metrics = compute_metrics(net, book.gross, book.turnover, book.ic, book.long, book.short, ctx.market)
     t4 = time.perf_counter()
 
-    cv_result = cv.evaluate(net)
+    cv_result = cv.evaluate(net, full_sharpe=metrics.sharpe)  # paths = the whole window's Sharpe
     t5 = time.perf_counter()
 
     exposure = ctx.factors.regress(net)

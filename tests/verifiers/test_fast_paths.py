@@ -1,0 +1,199 @@
+"""The speed paths of the verifier core give the same bits as the plain definitions.
+
+Each fast kernel is checked against a slow, obvious implementation of the same
+arithmetic (not only within a tolerance): the float32 rank count and its fallbacks,
+the day-vectorised book sums, the grouped CPCV Sharpes, the fused metrics and factor
+regression, and the numpy-order sums they reproduce.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from gymkit.verifiers import (
+    CPCV,
+    book_pnl,
+    book_weights,
+    compute_metrics,
+    cpcv_score,
+    max_drawdown,
+    sharpe,
+)
+from gymkit.verifiers.book import ForwardByStock, split_forward_returns
+from gymkit.verifiers.factors import FactorModel
+from gymkit.verifiers.metrics import numpy_mean, numpy_std
+
+
+def slow_weights(row: np.ndarray) -> np.ndarray:
+    """Centred average ranks of the finite values over Σ|·| (exact), by scipy's rankdata."""
+    out = np.zeros(row.size)
+    fin = np.isfinite(row)
+    n = int(fin.sum())
+    if n < 2:
+        return out
+    c = rankdata(row[fin], method="average") - 0.5 * (n + 1)
+    g = float(np.abs(c).sum())  # multiples of 0.5: exact in any order
+    if g == 0.0:
+        return out
+    out[fin] = c / g
+    return out
+
+
+def adversarial_rows(n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Rows that stress every rank path: ties, float32 clashes, overflow, NaN, tiny counts."""
+    base = rng.normal(size=n)
+    rows = [
+        base,
+        np.round(base),  # exact float32 values with ties
+        1.0 + rng.integers(0, 3, n) * 1e-12,  # distinct doubles sharing a float32 key
+        np.where(rng.random(n) < 0.5, 1.0, 1.0 + 2e-16),  # adjacent doubles, one float32 key
+        base * 1e300,  # beyond float32 range: keys overflow to ±inf
+        base * 1e-310,  # subnormal doubles: keys flush to ±0
+        np.where(rng.random(n) < 0.5, 0.0, -0.0),  # signed zeros are equal
+        np.full(n, 3.25),  # constant: holds nothing
+        np.where(rng.random(n) < 0.3, np.nan, base),
+        np.where(rng.random(n) < 0.3, np.inf, np.round(base)),
+        np.full(n, np.nan),
+    ]
+    one = np.full(n, np.nan)
+    one[0] = 1.0  # a single finite value: holds nothing
+    rows.append(one)
+    mixed = np.round(base * 2) / 2
+    mixed[::3] = 1e-300 * np.arange(mixed[::3].size)  # mixes ties, clashes and lossless values
+    rows.append(mixed)
+    return rows
+
+
+@pytest.mark.parametrize("n", [2, 3, 15, 16, 17, 46, 63, 64, 65, 130, 500])
+def test_rank_weights_are_bit_exact_on_adversarial_rows(n):
+    rng = np.random.default_rng(n)
+    rows = adversarial_rows(n, rng)
+    got = book_weights(np.vstack(rows))
+    for row, w in zip(rows, got, strict=True):
+        np.testing.assert_array_equal(w, slow_weights(row))
+        assert not np.any(np.signbit(w[w == 0.0]))
+
+
+def plain_book(values: np.ndarray, fwd: np.ndarray, r0: int, r1: int, min_ic: int = 5):
+    """The book's daily sums as plain stock-order loops, one day at a time."""
+    n_days, n_stocks = r1 - r0, values.shape[1]
+    w = book_weights(values, slice(r0, r1))
+    f0 = np.where(np.isfinite(fwd), fwd, 0.0)
+    fm = np.isfinite(fwd).astype(float)
+    out = {k: np.zeros(n_days) for k in ("gross", "turnover", "long", "short")}
+    ic = np.full(n_days, np.nan)
+    prev = np.zeros(n_stocks)
+    for d in range(n_days):
+        t = r0 + d
+        tov = lo = sh = m = sw = sr = 0.0
+        k = np.where(np.isfinite(values[t]), fm[t], 0.0)
+        for j in range(n_stocks):
+            x, r = w[d, j], f0[t, j]
+            tov += abs(x - prev[j])
+            px = max(x, 0.0)
+            lo += px * r
+            sh += (x - px) * r
+            m += k[j]
+            sw += k[j] * x
+            sr += k[j] * r
+        cov = vw = vr = 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):  # m = 0: no IC that day
+            mw, mr = np.float64(sw) / m, np.float64(sr) / m
+        for j in range(n_stocks):
+            a = (w[d, j] - mw) * k[j]
+            b = (f0[t, j] - mr) * k[j]
+            cov += a * b
+            vw += a * a
+            vr += b * b
+        out["gross"][d], out["long"][d], out["short"][d], out["turnover"][d] = lo + sh, lo, sh, tov
+        if np.isfinite(values[t]).sum() >= min_ic and m >= min_ic:
+            ic[d] = cov / np.sqrt(vw * vr) if (vw > 0 and vr > 0) else np.nan
+        prev = w[d]
+    return w, out, ic
+
+
+@pytest.mark.parametrize("n_stocks,n_days,nan_frac", [(2, 40, 0.0), (7, 300, 0.1), (46, 600, 0.02), (5, 257, 0.3)])
+def test_day_vectorised_book_sums_equal_plain_stock_order_loops(n_stocks, n_days, nan_frac):
+    """Chunks of 256 days, an odd stock count (the tail stock), rows with NaN values (the
+    finite mask is written and reset), < 5 names (no IC): every series bit for bit."""
+    rng = np.random.default_rng(n_stocks * 1000 + n_days)
+    t = n_days + 12
+    values = np.round(rng.normal(size=(t, n_stocks)), 1)
+    values[rng.random(values.shape) < nan_frac] = np.nan
+    values[5] = np.nan  # an empty day in the middle
+    fwd = rng.normal(0.0, 0.01, (t, n_stocks))
+    fwd[rng.random(fwd.shape) < 0.05] = np.nan
+    r0, r1 = 4, 4 + n_days
+    res = book_pnl(values, fwd, slice(r0, r1))
+    w, want, ic = plain_book(values, fwd, r0, r1)
+    np.testing.assert_array_equal(res.weights, w)
+    for k, v in want.items():
+        assert getattr(res, k).tobytes() == v.tobytes(), k
+    np.testing.assert_array_equal(res.ic, ic)
+    # the cached stock-major layout gives the same result; a mismatched one is refused
+    fs = ForwardByStock(split_forward_returns(fwd), slice(r0, r1))
+    assert book_pnl(values, fwd, slice(r0, r1), fwd_by_stock=fs).gross.tobytes() == res.gross.tobytes()
+    with pytest.raises(ValueError, match="forward returns cover rows"):
+        book_pnl(values, fwd, slice(r0 + 1, r1), fwd_by_stock=fs)
+
+
+@pytest.mark.parametrize("n,params", [(3050, (6, 2, 10, 5)), (250, (6, 2, 10, 5)), (97, (6, 2, 3, 7)),
+                                      (60, (4, 1, 0, 0)), (41, (8, 3, 20, 9))])
+def test_grouped_cpcv_sharpes_are_the_sharpes_of_the_gathered_sets(n, params):
+    rng = np.random.default_rng(n)
+    cv = CPCV(*params)
+    for r in (rng.normal(0.0005, 0.01, n), np.where(np.arange(n) < n // 2, 0.0, rng.normal(0, 0.01, n)),
+              np.full(n, 3e-4)):
+        test, ins = cv.sharpes(r)
+        for s, (i_idx, t_idx) in enumerate(cv.split(n)):
+            assert test[s] == sharpe(r[t_idx]) and ins[s] == sharpe(r[i_idx])
+        res = cv.evaluate(r)
+        assert res.score == float(test.mean() - 0.5 * test.std())
+        assert np.all(res.path_sharpes == sharpe(r))
+
+
+@pytest.mark.parametrize("n", [*range(1, 140), 255, 256, 257, 1017, 3050, 4099])
+def test_numpy_order_sums_are_bit_exact(n):
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-8, 4, n)
+    assert numpy_mean(x) == np.mean(x)
+    assert numpy_std(x, 0) == np.std(x)
+    if n > 1:
+        assert numpy_std(x, 1) == np.std(x, ddof=1)
+    assert cpcv_score(x) == float(x.mean() - 0.5 * x.std())
+
+
+def test_fused_metrics_equal_the_one_statistic_definitions():
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 9, 500):
+        net = rng.normal(0.0004, 0.01, n)
+        gross = net + 1e-4
+        market = rng.normal(0.0, 0.01, n)
+        ic = np.where(rng.random(n) < 0.2, np.nan, rng.normal(0, 0.1, n))
+        m = compute_metrics(net, gross, rng.random(n), ic, gross / 2, gross / 2, market)
+        assert m.sharpe == sharpe(net) and m.gross_sharpe == sharpe(gross) and m.market_sharpe == sharpe(market)
+        assert m.max_drawdown == max_drawdown(net)
+        assert m.total_return == (float(np.prod(1.0 + net)) - 1.0 if n else 0.0)
+        assert m.ic_days == int(np.isfinite(ic).sum())
+
+
+def test_fused_factor_regression_equals_the_plain_statistics():
+    rng = np.random.default_rng(4)
+    f = rng.normal(0.0, 0.01, (700, 5))
+    fm = FactorModel(f)
+    for y in (f @ [0.5, -0.2, 0.1, 0.0, 0.3] + rng.normal(0.0003, 0.01, 700), 0.7 * f[:, 0] + 0.0):
+        ex = fm.regress(y)
+        beta = np.array([ex.alpha, *ex.betas.values()])
+        resid = np.empty(700)
+        for i in range(700):  # α + ε = y − Fβ, subtracted factor by factor
+            s = y[i]
+            for c in range(5):
+                s -= f[i, c] * beta[c + 1]
+            resid[i] = s
+        assert ex.raw_sharpe == sharpe(y)
+        spanned = np.max(np.abs(resid)) <= 1e-12 * np.max(np.abs(y))
+        assert ex.residual_sharpe == (0.0 if spanned else sharpe(resid))
+        want = (np.mean(y) - np.mean(resid)) / np.std(y, ddof=1) * np.sqrt(252.0)
+        assert ex.factor_sharpe == want

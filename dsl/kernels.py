@@ -90,7 +90,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "row_ranks2"]
+__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_le_keys", "rank_scratch", "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
@@ -397,6 +397,52 @@ lt, le, gt, ge, eq, ne, and_, or_ = (
 _RANK_COUNT_MAX = 64  # up to this many finite values a row is ranked by O(n^2) counting
 
 
+KEY_BLOCK = 16  # keys compared per pass of count_le_keys; key buffers are padded to a multiple
+
+
+@njit(inline="always", **_NJIT)
+def count_le_keys(keys: np.ndarray, le: np.ndarray) -> int:
+    """le[i] = #{j: keys[j] <= keys[i]} for every i of the padded buffer; return Σ le.
+
+    The counts are vectorised over i (le[i] in the vector lanes, no horizontal sums),
+    16 keys[j] per pass so each count is loaded and stored once per 16 comparisons;
+    int32 counts, so float32 keys fill 8-wide AVX2 vectors.  Integer sums: exact in any order.
+    """
+    m = keys.shape[0]
+    for i in range(m):
+        le[i] = 0
+    for j in range(0, m, KEY_BLOCK):
+        b0 = keys[j]
+        b1 = keys[j + 1]
+        b2 = keys[j + 2]
+        b3 = keys[j + 3]
+        b4 = keys[j + 4]
+        b5 = keys[j + 5]
+        b6 = keys[j + 6]
+        b7 = keys[j + 7]
+        b8 = keys[j + 8]
+        b9 = keys[j + 9]
+        b10 = keys[j + 10]
+        b11 = keys[j + 11]
+        b12 = keys[j + 12]
+        b13 = keys[j + 13]
+        b14 = keys[j + 14]
+        b15 = keys[j + 15]
+        for i in range(m):
+            v = keys[i]
+            le[i] += (
+                ((np.int32(b0 <= v) + np.int32(b1 <= v)) + (np.int32(b2 <= v) + np.int32(b3 <= v)))
+                + ((np.int32(b4 <= v) + np.int32(b5 <= v)) + (np.int32(b6 <= v) + np.int32(b7 <= v)))
+            ) + (
+                ((np.int32(b8 <= v) + np.int32(b9 <= v)) + (np.int32(b10 <= v) + np.int32(b11 <= v)))
+                + ((np.int32(b12 <= v) + np.int32(b13 <= v)) + (np.int32(b14 <= v) + np.int32(b15 <= v)))
+            )
+    total = 0
+    for i in range(m):
+        total += le[i]
+    return total
+
+
 @njit(inline="always", **_NJIT)
 def _count_le(buf, vi):
     c = 0
@@ -506,13 +552,40 @@ def row_ranks2(src, buf, le, marks, ranks2):
 
 @njit(**_NJIT)
 def _rank_rows(x, out):
-    """Average-tie ranks per row mapped to [0, 1]: (rank - 1) / (n - 1)."""
+    """Average-tie ranks per row mapped to [0, 1]: (rank - 1) / (n - 1).
+
+    First pass per row: :func:`count_le_keys` on float32 keys (8 per AVX2 vector; rounding to
+    float32 is monotone, so without float32 ties — Σ le = n(n+1)/2 — the counts are the
+    float64 counts and rank = le).  Rows with float32 ties (true ties, or two doubles that
+    round to one float32) or more than 64 values take :func:`row_ranks2` on the doubles.
+    Both give exact integer ranks, so the output bits do not depend on the path.
+    """
     n_cols = x.shape[1]
     buf, le, marks = rank_scratch(n_cols)
+    m = (n_cols + KEY_BLOCK - 1) // KEY_BLOCK * KEY_BLOCK
+    keys = np.full(m, np.float32(np.nan))  # NaN padding: counts 0, counted by none
+    le32 = np.zeros(m, np.int32)
     r2 = np.empty(n_cols)
+    untied = True
     for t in range(x.shape[0]):
-        n = row_ranks2(x[t], buf, le, marks, r2)
+        row = x[t]
         o = out[t]
+        n = 0
+        for j in range(n_cols):
+            v = row[j]
+            fin = math.isfinite(v)
+            keys[j] = np.float32(v) if fin else np.float32(np.nan)
+            n += fin
+        # tie-heavy signals (sign, small integers) tie on most rows: after a tied row, try the
+        # float32 pass again only every 16th row (the path never changes a bit, only time)
+        try32 = untied or (t & 15) == 0
+        untied = try32 and 2 <= n <= _RANK_COUNT_MAX and count_le_keys(keys, le32) == n * (n + 1) // 2
+        if untied:
+            for j in range(n_cols):  # no ties: lt = le - 1, (rank - 1)/(n - 1) = (le - 1)/(n - 1)
+                c = le32[j]
+                o[j] = (c - 1.0) / (n - 1) if c > 0 else _NAN
+            continue
+        n = row_ranks2(row, buf, le, marks, r2)
         if n == 1:
             for j in range(n_cols):
                 o[j] = 0.5 if r2[j] > 0.0 else _NAN

@@ -27,7 +27,8 @@ Why our own kernel (not pandas ``rank``), and how it is fast without changing a 
   (:func:`_untied_rank_weights`, :func:`_tied_rank_weights`).  Ranks and centred ranks
   are multiples of 0.5, so Σ|w| is an exact float sum (without ties it is n²/4 or
   (n² − 1)/4): the weights never depend on summation order.  This is a book-local
-  copy of the idea of :func:`gymkit.dsl.kernels.row_ranks2`, tuned for the book.
+  user of the project's one counting primitive,
+  :func:`gymkit.dsl.kernels.count_le_keys` (the dsl ``rank`` operator counts with it too).
 - Every per-day sum (turnover, legs, IC) is a plain stock-order chain, as one day
   alone would compute it; the vectorisation runs across *days* (a chunk of days is
   laid out stock-major, stocks outside, days in the vector lanes), so the bits are
@@ -41,6 +42,9 @@ import math
 import numpy as np
 from numba import njit
 
+from gymkit.dsl.kernels import KEY_BLOCK as _KEY_BLOCK
+from gymkit.dsl.kernels import count_le_keys
+
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
 
@@ -48,7 +52,6 @@ _COUNT_MAX = 64  # rows with more finite values are ranked by a stable sort inst
 _NAN32 = np.float32(np.nan)
 
 
-_KEY_BLOCK = 16  # keys compared per pass of the counting loop; buffers are padded to a multiple
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -62,49 +65,6 @@ def rank_scratch(n_stocks: int) -> tuple:
     m = (n_stocks + _KEY_BLOCK - 1) // _KEY_BLOCK * _KEY_BLOCK
     return (np.full(m, _NAN32), np.full(m, np.nan), np.zeros(m, np.int32), np.zeros(n_stocks + 1, np.int32),
             np.zeros(n_stocks + 1))
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _count(keys: np.ndarray, le: np.ndarray) -> int:
-    """le[i] = #{j: keys[j] <= keys[i]} for every i of the padded buffer; return Σ le.
-
-    The counts are vectorised over i (le[i] in the vector lanes, no horizontal sums),
-    16 keys[j] per pass so each count is loaded and stored once per 16 comparisons;
-    int32 counts, so float32 keys fill 8-wide AVX2 vectors.  Integer sums: exact in any order.
-    """
-    m = keys.shape[0]
-    for i in range(m):
-        le[i] = 0
-    for j in range(0, m, _KEY_BLOCK):
-        b0 = keys[j]
-        b1 = keys[j + 1]
-        b2 = keys[j + 2]
-        b3 = keys[j + 3]
-        b4 = keys[j + 4]
-        b5 = keys[j + 5]
-        b6 = keys[j + 6]
-        b7 = keys[j + 7]
-        b8 = keys[j + 8]
-        b9 = keys[j + 9]
-        b10 = keys[j + 10]
-        b11 = keys[j + 11]
-        b12 = keys[j + 12]
-        b13 = keys[j + 13]
-        b14 = keys[j + 14]
-        b15 = keys[j + 15]
-        for i in range(m):
-            v = keys[i]
-            le[i] += (
-                ((np.int32(b0 <= v) + np.int32(b1 <= v)) + (np.int32(b2 <= v) + np.int32(b3 <= v)))
-                + ((np.int32(b4 <= v) + np.int32(b5 <= v)) + (np.int32(b6 <= v) + np.int32(b7 <= v)))
-            ) + (
-                ((np.int32(b8 <= v) + np.int32(b9 <= v)) + (np.int32(b10 <= v) + np.int32(b11 <= v)))
-                + ((np.int32(b12 <= v) + np.int32(b13 <= v)) + (np.int32(b14 <= v) + np.int32(b15 <= v)))
-            )
-    total = 0
-    for i in range(m):
-        total += le[i]
-    return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -155,7 +115,7 @@ def _untied_rank_weights(src: np.ndarray, keys: np.ndarray, le: np.ndarray, out:
         fin = math.isfinite(v)
         keys[j] = np.float32(v) if fin else _NAN32
         n += fin
-    if n < 2 or n > _COUNT_MAX or _count(keys, le) != n * (n + 1) // 2:
+    if n < 2 or n > _COUNT_MAX or count_le_keys(keys, le) != n * (n + 1) // 2:
         return -1 - n
     centre = 0.5 * (n + 1)
     gross = 0.25 * (n * n - (n & 1))
@@ -201,7 +161,7 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
             for j in range(n_stocks):
                 v = src[j]
                 keys64[j] = v if math.isfinite(v) else np.nan
-            _count(keys64, le)
+            count_le_keys(keys64, le)
     # lt_i = the largest le value below le_i (0 if none): mark the le values, then one
     # scan turns marks[c] into the largest marked value below c
     for c in range(n_stocks + 1):

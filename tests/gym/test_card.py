@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
+from pathlib import Path
 
 import numpy as np
 
+import gymkit
 from gymkit.card import TIMING_PHASES, CardError, ScoreCard, json_safe
 from gymkit.verifiers.channels import CHANNELS
 
@@ -31,10 +34,16 @@ def test_valid_card_carries_metrics_fingerprints_and_timings(env) -> None:
     assert card.timings["total"] >= card.timings["evaluate"] + card.timings["cpcv"]
     assert card.env_fingerprint == env.fingerprint and card.data_fingerprint == env.data_fingerprint
     assert card.archive_version == env.archive.version and card.archive_digest == env.archive.digest
-    assert card.gymkit_version == "0.1.0"
+    assert card.gymkit_version == gymkit.__version__ == _pyproject_version()
     assert card.canonical == "rank(group_neutralize(-ts_sum(returns, 5), sector))"
     assert not any("jepa_stress" in n for n in card.notes)
     assert set(m["stress"]["world_cpcv"]) and m["stress"]["mean_drop"] >= 0.0
+
+
+def _pyproject_version() -> str:
+    """The version declared in pyproject.toml (the package metadata's source)."""
+    root = Path(__file__).resolve().parents[2]
+    return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
 
 
 def test_to_dict_is_strict_json_and_timings_are_separate(env) -> None:

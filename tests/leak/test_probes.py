@@ -19,32 +19,32 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "41bcd96ae8b36eda5cd6e975b15f4454a7faecddd418c60d601417c4bf557fa5"
-FROZEN_ARCHIVE_DIGEST = "8dad323beb32e01ef245413a9d799cc8191b45d3c5ed6f16fc405e61484bc213"
+FROZEN_ENV_FINGERPRINT = "e2c64c5796396c9088725e3dae5e85a084ee3acd3d52d49656eeaaa02af124a9"
+FROZEN_ARCHIVE_DIGEST = "b3a53572f4c85e99c50a85762fb035bdb3b63cc4339ae55a2fe678cacc49d353"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     'a4dd1c89efa57dd139e6dd89ccafbf5a30b7cbc910df36f5840025ba8c01f7c7',
-     1.2085037584152454, 0.5554242405192389),
+     '2b418a0b3e2533b4461710ee116378848355d3440e0ae5d35937ac785466d82f',
+     1.2040280910952132, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '2b43a0110c121e56a01020d96ae1d4596a8a850ba2a69e9cc67277ed787ff071',
-     1.895209949646007, 0.5789793829717969),
+     'e6ffd694a10091a2d3b578773ad3c3d0a33f7cb3fd1cda61db0c0d1659802f61',
+     1.941589792978342, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     '0eb6567cb76678b97f088dc42a1529f5fea67cec091c97de5e0ab5f4ab5ef6d3',
+     'd7536bf1b878fc5565e095c156976cf8090e2da5d8feeb3dc5430c404aa5385b',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     'b810868ec494902f7f1b184c1ef678401c20e256ed753edb6b2a5efc0236d72b',
+     'e8c957b37ead545f450e0e096499800a3c015fe1aa9a6e066e097c4789387368',
      -2.9000000000000004, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '3b781aa2b5f44e47885bd116439c773e135f90c964fe8554309d15f59d7cc696',
+     '6008f070acf1604de70081a8226f55e88b1ebc8579c738acadf85c8d2eca607c',
      -2.4000000000000004, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     'd01dd25ba22df54e499e0964a375c9cc2cff6956f5015a328e3dcb0341ab817c',
-     -3.8522202859759105, -1.1663636245661582),
+     '937cd84e3b71947b51e34286a66745cb7681c43ec781e0a853fba672d44e11ea',
+     -3.8519790124324103, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     'bb78b1d95be537ef380f11d1d50362cc4cdada5f7152a385f5a2b13113275133',
-     -2.1717078423282548, -0.6541933126468962),
+     '1f151063e62c43b9354db49593f8781216bfd05973ef531fd9fc4b719c6c02b2',
+     -2.180200101799136, -0.6541933126468962),
 )
 
 

@@ -566,7 +566,7 @@ def _rank_rows(x, out):
     keys = np.full(m, np.float32(np.nan))  # NaN padding: counts 0, counted by none
     le32 = np.zeros(m, np.int32)
     r2 = np.empty(n_cols)
-    untied = True
+    tied_run = 0
     for t in range(x.shape[0]):
         row = x[t]
         o = out[t]
@@ -576,10 +576,12 @@ def _rank_rows(x, out):
             fin = math.isfinite(v)
             keys[j] = np.float32(v) if fin else np.float32(np.nan)
             n += fin
-        # tie-heavy signals (sign, small integers) tie on most rows: after a tied row, try the
-        # float32 pass again only every 16th row (the path never changes a bit, only time)
-        try32 = untied or (t & 15) == 0
+        # tie-heavy signals (sign, small integers) tie on most rows: after 4 tied rows in a
+        # row, try the float32 pass again only every 16th row (isolated ties, e.g. two prices
+        # equal to the cent, keep it; the path never changes a bit, only time)
+        try32 = tied_run < 4 or (t & 15) == 0
         untied = try32 and 2 <= n <= _RANK_COUNT_MAX and count_le_keys(keys, le32) == n * (n + 1) // 2
+        tied_run = 0 if untied else tied_run + 1
         if untied:
             for j in range(n_cols):  # no ties: lt = le - 1, (rank - 1)/(n - 1) = (le - 1)/(n - 1)
                 c = le32[j]

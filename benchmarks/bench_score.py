@@ -118,7 +118,8 @@ def main() -> None:
         channels = tuple(c for c in full.config.channels if c != "jepa_stress")
         envs.append(("R3 off (issue 6 scope)", gymkit.make("us46-default", channels=channels)))
     if args.scope in ("full", "both"):
-        envs.append(("us46-default as shipped (R3 on, 1 stress world)", full))
+        names = ", ".join(w.name for w in full.setup.worlds)
+        envs.append((f"us46-default as shipped (R3 on, stress worlds: {names})", full))
 
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
           f"python {platform.python_version()}, numpy {np.__version__}, "

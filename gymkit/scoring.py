@@ -42,6 +42,7 @@ from gymkit.dsl import (
     parse,
     to_text,
 )
+from gymkit.dsl.analysis import Motifs
 from gymkit.dsl.ast import Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
@@ -112,6 +113,13 @@ class AnswerState:
     bt: BacktestResult | None = None
     stress: dict[str, float] | None = None  # world name -> CPCV score in that world
     timings: dict[str, float] = field(default_factory=dict)
+    _motifs: Motifs | None = field(default=None, repr=False)
+
+    def motifs(self) -> Motifs:
+        """The formula's motif analysis (:func:`gymkit.dsl.motifs`), computed once."""
+        if self._motifs is None:
+            self._motifs = motifs(self.expr)  # type: ignore[arg-type]
+        return self._motifs
 
     @property
     def valid(self) -> bool:
@@ -276,7 +284,7 @@ def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:
     code = None if st.error is None else st.error.code
     if st.expr is None:
         return AnswerFacts(valid=False, error_code=code)
-    mot = motifs(st.expr)
+    mot = st.motifs()
     base = dict(valid=st.valid, error_code=code, is_single_motif=mot.is_single_motif,
                 is_price_only=mot.is_price_only, node_count=node_count(st.expr),
                 has_reasoning=st.has_reasoning)
@@ -319,7 +327,7 @@ def card_metrics(st: AnswerState, nov: Novelty, f: AnswerFacts, capped: bool) ->
     """The card's ``metrics``: backtest statistics, CPCV, factors, novelty, structure."""
     if st.expr is None:
         return {}
-    mot = motifs(st.expr)
+    mot = st.motifs()
     out: dict[str, object] = {}
     bt = st.bt
     if bt is not None:

@@ -20,7 +20,7 @@ computes every statistic in two passes (each sum is still its own day-order chai
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numba import njit
@@ -281,8 +281,12 @@ class Metrics:
     market_sharpe: float
 
     def to_dict(self) -> dict[str, float | int]:
-        """Return the metrics as a flat JSON-ready dict."""
-        return asdict(self)
+        """Return the metrics as a flat JSON-ready dict (field order; every field a scalar,
+        so a shallow dict — ``dataclasses.asdict``'s deep copy cost ~0.1 ms a card)."""
+        return {f.name: getattr(self, f.name) for f in _METRIC_FIELDS}
+
+
+_METRIC_FIELDS = fields(Metrics)
 
 
 def compute_metrics(

@@ -43,7 +43,7 @@ from gymkit.dsl import (
     to_text,
 )
 from gymkit.dsl.analysis import Motifs
-from gymkit.dsl.ast import Node
+from gymkit.dsl.ast import Call, Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
 from gymkit.dsl.operators import FIELDS, LEVELS
@@ -63,6 +63,7 @@ from .card import CardError
 __all__ = [
     "AnswerState",
     "ScoringSetup",
+    "book_input",
     "facts_of",
     "gate_book",
     "gate_text",
@@ -127,6 +128,20 @@ class AnswerState:
         return self.error is None
 
 
+def book_input(expr: Node) -> Node:
+    """The sub-formula whose values the book needs: ``expr`` without its root ``rank`` calls.
+
+    The book ranks each day's values itself (average ties, non-finite values excluded), and
+    the cross-sectional ``rank`` is strictly increasing within a day, keeps ties and maps
+    exactly the non-finite entries to NaN — so the book of ``rank(x)`` equals the book of
+    ``x`` bit for bit (tested over the corpus), and a rank-rooted answer (most answers) skips
+    one rank kernel on the train panel and on every stress world.
+    """
+    while isinstance(expr, Call) and expr.op == "rank":
+        expr = expr.args[0]
+    return expr
+
+
 def gate_text(completion: object, setup: ScoringSetup) -> AnswerState:
     """Layer 1 on the text: tag, parse, limits, availability.  Never raises."""
     t0 = time.perf_counter()
@@ -151,7 +166,7 @@ def run_oracle(st: AnswerState, setup: ScoringSetup) -> None:
         return
     t0 = time.perf_counter()
     try:
-        values = evaluate(st.expr, setup.train, cache=setup.cache)
+        values = evaluate(book_input(st.expr), setup.train, cache=setup.cache)
         t1 = time.perf_counter()
         st.timings["evaluate"] = t1 - t0
         st.bt = backtest(values, setup.train, setup.split, "train", setup.costs,  # type: ignore[arg-type]
@@ -203,7 +218,7 @@ def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
         out = {}
         for w in setup.worlds:
             try:
-                s = world_score(st.expr, w.panel, setup.split, setup.costs, setup.cpcv,
+                s = world_score(book_input(st.expr), w.panel, setup.split, setup.costs, setup.cpcv,
                                 setup.burn_in, setup.cache)
             except Exception:  # fail closed
                 s = math.nan

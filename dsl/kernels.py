@@ -90,7 +90,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_le_keys", "rank_scratch", "row_ranks2"]
+__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_le_keys", "rank_scratch", "ranks2_sorted", "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
@@ -484,6 +484,30 @@ def _count_le_all(buf, le, n_stocks):
 
 
 @njit(**_NJIT)
+def ranks2_sorted(src: np.ndarray, n: int, ranks2: np.ndarray) -> None:
+    """Twice the average-tie rank of the ``n`` finite values of ``src`` by a stable sort
+    (0.0 for a non-finite entry)."""
+    vals = np.empty(n)
+    idx = np.empty(n, np.int64)
+    m = 0
+    for j in range(src.shape[0]):
+        ranks2[j] = 0.0
+        if math.isfinite(src[j]):
+            vals[m] = src[j]
+            idx[m] = j
+            m += 1
+    order = np.argsort(vals, kind="mergesort")
+    i = 0
+    while i < n:  # ties [i, k): lt = i, le = k
+        k = i + 1
+        while k < n and vals[order[k]] == vals[order[i]]:
+            k += 1
+        for q in range(i, k):
+            ranks2[idx[order[q]]] = float(i + k + 1)
+        i = k
+
+
+@njit(**_NJIT)
 def rank_scratch(n_stocks):
     """Scratch buffers (buf, le, marks) for :func:`row_ranks2` on rows of ``n_stocks``."""
     buf = np.full((n_stocks + 7) // 8 * 8, _NAN)  # NaN padding drops out of every count
@@ -508,24 +532,7 @@ def row_ranks2(src, buf, le, marks, ranks2):
         buf[j] = v if fin else _NAN
         n += fin
     if n > _RANK_COUNT_MAX:
-        vals = np.empty(n)
-        idx = np.empty(n, np.int64)
-        m = 0
-        for j in range(n_stocks):
-            ranks2[j] = 0.0
-            if math.isfinite(src[j]):
-                vals[m] = src[j]
-                idx[m] = j
-                m += 1
-        order = np.argsort(vals, kind="mergesort")
-        i = 0
-        while i < n:  # ties [i, k): lt = i, le = k
-            k = i + 1
-            while k < n and vals[order[k]] == vals[order[i]]:
-                k += 1
-            for q in range(i, k):
-                ranks2[idx[order[q]]] = float(i + k + 1)
-            i = k
+        ranks2_sorted(src, n, ranks2)
         return n
     total = _count_le_all(buf, le, n_stocks)
     if total == n * (n + 1) // 2:  # no ties: lt = le - 1

@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from gymkit.dsl.kernels import KEY_BLOCK as _KEY_BLOCK
-from gymkit.dsl.kernels import count_le_keys
+from gymkit.dsl.kernels import count_le_keys, ranks2_sorted
 
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
@@ -65,30 +65,6 @@ def rank_scratch(n_stocks: int) -> tuple:
     m = (n_stocks + _KEY_BLOCK - 1) // _KEY_BLOCK * _KEY_BLOCK
     return (np.full(m, _NAN32), np.full(m, np.nan), np.zeros(m, np.int32), np.zeros(n_stocks + 1, np.int32),
             np.zeros(n_stocks + 1))
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _ranks2_sorted(src: np.ndarray, n: int, ranks2: np.ndarray) -> None:
-    """Twice the average-tie rank of the ``n`` finite values of ``src`` by a stable sort
-    (0.0 for a non-finite entry)."""
-    vals = np.empty(n)
-    idx = np.empty(n, np.int64)
-    m = 0
-    for j in range(src.shape[0]):
-        ranks2[j] = 0.0
-        if math.isfinite(src[j]):
-            vals[m] = src[j]
-            idx[m] = j
-            m += 1
-    order = np.argsort(vals, kind="mergesort")
-    i = 0
-    while i < n:  # ties [i, k): lt = i, le = k
-        k = i + 1
-        while k < n and vals[order[k]] == vals[order[i]]:
-            k += 1
-        for q in range(i, k):
-            ranks2[idx[order[q]]] = float(i + k + 1)
-        i = k
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -143,7 +119,7 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
         return n
     centre = 0.5 * (n + 1)
     if n > _COUNT_MAX:
-        _ranks2_sorted(src, n, out)
+        ranks2_sorted(src, n, out)
         for j in range(n_stocks):
             out[j] = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
         return _scale_row(out, n)

@@ -37,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from .metrics import _sharpe, numpy_mean, numpy_std
+from .metrics import _sharpe, _sharpe_from, numpy_mean, numpy_std
 
 __all__ = ["CPCV", "CPCVResult", "cpcv_score"]
 
@@ -83,17 +83,6 @@ class CPCVResult:
             "is_sharpes": self.is_sharpes.tolist(),
             "path_sharpes": self.path_sharpes.tolist(),
         }
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _finish_sharpe(n: int, m: float, v: float) -> float:
-    """The end of :func:`gymkit.verifiers.metrics._sharpe` from n, the mean m and Σ(r − m)²."""
-    if n < 2:
-        return 0.0
-    v /= n - 1
-    if not (v > (1e-12 * m) ** 2) or not np.isfinite(v):
-        return 0.0
-    return m / np.sqrt(v) * np.sqrt(252.0)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -160,10 +149,10 @@ def _grouped_sharpes(r: np.ndarray, idx: np.ndarray, starts: np.ndarray, groups:
         for p in range(common, n3):
             d3 = r[i3[p]] - m3
             v3 += d3 * d3
-        out[q0] = _finish_sharpe(n0, m0, v0)
-        out[q1] = _finish_sharpe(n1, m1, v1)
-        out[q2] = _finish_sharpe(n2, m2, v2)
-        out[q3] = _finish_sharpe(n3, m3, v3)
+        out[q0] = _sharpe_from(n0, m0, v0)
+        out[q1] = _sharpe_from(n1, m1, v1)
+        out[q2] = _sharpe_from(n2, m2, v2)
+        out[q3] = _sharpe_from(n3, m3, v3)
     return out
 
 

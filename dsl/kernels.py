@@ -769,30 +769,38 @@ def _mark_pair(x, y, t, last_bad, run_x, run_y):
 
 @njit(**_NJIT)
 def _r_sum(x, d, stat, out):
-    """Window sum or mean: block suffix + prefix sums (see above)."""
+    """Window sum or mean: block suffix + prefix sums (see above).  The mean sums u = x − k
+    with k = x[b0], a value inside every window that ends in the block, and returns
+    k + Σu / d: a constant window gives its value exactly (as pandas does), and price-level
+    inputs keep their low digits.  The sum is the plain Σx."""
     n_rows, n_cols = x.shape
     fd = float(d)
-    div = 1.0 if stat == _SUM else fd
+    mean = stat != _SUM
     last_bad = np.full(n_cols, -1.0)
+    k = np.zeros(n_cols)
     suf = np.zeros((d + 1, n_cols))
     pre = np.zeros(n_cols)
     for b0 in range(0, n_rows, d):
+        if mean:
+            for j in range(n_cols):
+                k[j] = x[b0, j]
         if b0 >= d:
             for r in range(d - 1, 0, -1):
                 for j in range(n_cols):
-                    suf[r, j] = x[b0 - d + r, j] + suf[r + 1, j]
+                    suf[r, j] = (x[b0 - d + r, j] - k[j]) + suf[r + 1, j]
         for t in range(b0, min(b0 + d, n_rows)):
             _mark_bad_row(x, t, last_bad)
             first = t == b0
             for j in range(n_cols):
-                pre[j] = x[t, j] if first else pre[j] + x[t, j]
+                u = x[t, j] - k[j]
+                pre[j] = u if first else pre[j] + u
             if t < d - 1:
                 out[t, :] = _NAN
                 continue
             r = t - b0 + 1
             ft = float(t)
             for j in range(n_cols):
-                s = (suf[r, j] + pre[j]) / div
+                s = k[j] + (suf[r, j] + pre[j]) / fd if mean else suf[r, j] + pre[j]
                 s = s if math.isfinite(s) else _NAN
                 out[t, j] = _NAN if ft - last_bad[j] < fd else s
 
@@ -938,6 +946,9 @@ def _r_comoments(x, y, d, stat, out):
                     vy = (sbb[r, j] + pbb[j]) - s_b * s_b * inv_n
                     bad = constant | (vx <= 0.0) | (vy <= 0.0)
                     v = _NAN if bad else cxy / math.sqrt(vx * vy)
+                    # rounding can put an exactly linear pair a few ulps outside [-1, 1];
+                    # a correlation never is (pandas' result stays inside too)
+                    v = min(1.0, max(-1.0, v)) if math.isfinite(v) else v
                 v = v if math.isfinite(v) else _NAN
                 out[t, j] = _NAN if ft - last_bad[j] < nf else v
 

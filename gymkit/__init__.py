@@ -7,7 +7,7 @@ parsing alone does not pay for compiling kernels.
 
 from importlib import import_module
 
-__version__ = "0.2.0"
+__version__ = "0.2.1"
 
 # public name -> module that defines it (one table, resolved lazily by __getattr__)
 _EXPORTS: dict[str, str] = {

@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "e2c64c5796396c9088725e3dae5e85a084ee3acd3d52d49656eeaaa02af124a9"
-FROZEN_ARCHIVE_DIGEST = "b3a53572f4c85e99c50a85762fb035bdb3b63cc4339ae55a2fe678cacc49d353"
+FROZEN_ENV_FINGERPRINT = "d477737749d2b792e5ba6e16589dedfa12e3e75c51ce784f2272a21c92a4ef41"
+FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '2b418a0b3e2533b4461710ee116378848355d3440e0ae5d35937ac785466d82f',
+     '6d8bd4d3ca7df4e3b0fe47a1edae2345e6a7b2a4a40b9f48cb2292b19cf1dacf',
      1.2040280910952132, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     'e6ffd694a10091a2d3b578773ad3c3d0a33f7cb3fd1cda61db0c0d1659802f61',
+     '5235fd0e979699c5fc1f3ba7624f0634ec2f2107d95b647df1c928c2c67ef812',
      1.941589792978342, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'd7536bf1b878fc5565e095c156976cf8090e2da5d8feeb3dc5430c404aa5385b',
+     'b3621a2b2bace79c241ce29c443a075c70bcf86b4a8dc8cdc9e427060e6ebb3d',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     'e8c957b37ead545f450e0e096499800a3c015fe1aa9a6e066e097c4789387368',
+     '2d1d06124a54cdb220605d1cde7ea7ad2b8d2e75b53f1b4a3dd36b4c61183f8a',
      -2.9000000000000004, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '6008f070acf1604de70081a8226f55e88b1ebc8579c738acadf85c8d2eca607c',
+     '6d32f8ee495d001687c8c2a73bf3b907b77f83b594fbd0ca174bfe15c6c639e8',
      -2.4000000000000004, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '937cd84e3b71947b51e34286a66745cb7681c43ec781e0a853fba672d44e11ea',
+     '2983b2e5c8705ee926c56d22ac3494d391df1c24360b4066e61cac2b3f1320e7',
      -3.8519790124324103, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '1f151063e62c43b9354db49593f8781216bfd05973ef531fd9fc4b719c6c02b2',
+     'c7f6ce484b2bde7451c18a229f06889646195c1a25b8cb2367983bab101366d3',
      -2.180200101799136, -0.6541933126468962),
 )
 

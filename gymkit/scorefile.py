@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from .jsonl import iter_json_lines
+
 __all__ = ["Record", "flatten_card_row", "read_records", "score_file"]
 
 JSONL_EXT = (".jsonl", ".ndjson", ".json")
@@ -95,17 +97,8 @@ def read_records(path: str | Path, *, field: str = "completion", id_field: str =
         for row, obj in enumerate(pl.read_parquet(p).iter_rows(named=True)):
             out.append(_record(obj, row, f"{p} row {row}", field, id_field, group_field))
     elif ext in JSONL_EXT:
-        with p.open(encoding="utf-8") as fh:
-            row = 0
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{p}:{n}: not valid JSON ({exc.msg})") from None
-                out.append(_record(obj, row, f"{p}:{n}", field, id_field, group_field))
-                row += 1
+        for row, (n, obj) in enumerate(iter_json_lines(p)):
+            out.append(_record(obj, row, f"{p}:{n}", field, id_field, group_field))
     else:
         if group_field is not None:
             raise ValueError(f"{p}: --group-field needs JSONL or Parquet input, not plain lines")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from gymkit.env import Environment
+from gymkit.jsonl import parse_json_line
 
 from .analysis import as_completion, study_formula, study_group
 from .build import answers_page, formula_page
@@ -59,10 +59,7 @@ def read_answers(path: str | Path) -> tuple[list[str], list[str]]:
     as_json = bool(lines) and all(ln.lstrip().startswith("{") for _, ln in lines)
     for n, ln in lines:
         if as_json:
-            try:
-                obj = json.loads(ln)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{p}:{n}: not valid JSON ({exc.msg})") from None
+            obj = parse_json_line(ln, f"{p}:{n}")
             if not isinstance(obj, dict):
                 raise ValueError(f"{p}:{n}: a JSON line must be an object")
             text = obj.get("completion")

@@ -69,8 +69,8 @@ by the window, never by history (a huge value or a NaN touches only windows hold
 Moments sum powers of ``x - k`` with the shift ``k = x[b0]``, the block's first row, which
 lies in every window ending in the block: |x - k| is bounded by the window's range (no
 catastrophic cancellation on price levels: close ~ 500 with tiny variance), and a
-constant window gives exact zeros.  Max, min, argmax, argmin scan short windows (d <= 4)
-and use block prefix/suffix extremes for longer ones, ts_product block products, ts_rank
+constant window gives exact zeros.  Max, min, argmax, argmin use block prefix/suffix
+extremes (NaN-sticky comparisons carry the full-window rule), ts_product block products, ts_rank
 a direct count of the window (exact integers; O(d) but vectorised across stocks).
 
 Speed design: the time-series engines sweep the (T, N) arrays row by row with each
@@ -772,11 +772,15 @@ def _r_sum(x, d, stat, out):
     """Window sum or mean: block suffix + prefix sums (see above).  The mean sums u = x − k
     with k = x[b0], a value inside every window that ends in the block, and returns
     k + Σu / d: a constant window gives its value exactly (as pandas does), and price-level
-    inputs keep their low digits.  The sum is the plain Σx."""
+    inputs keep their low digits.  The sum is the plain Σx.
+
+    The full-window NaN rule needs no bookkeeping here: a NaN in the window makes the sum
+    NaN, an infinity makes it ±inf or NaN, and a non-finite sum is returned as NaN; the
+    first block's suffix rows are NaN (its windows before row d − 1 are incomplete).  One
+    fused loop over the stocks per row (was three: 1.4x faster, the same bits)."""
     n_rows, n_cols = x.shape
     fd = float(d)
     mean = stat != _SUM
-    last_bad = np.full(n_cols, -1.0)
     k = np.zeros(n_cols)
     suf = np.zeros((d + 1, n_cols))
     pre = np.zeros(n_cols)
@@ -788,21 +792,18 @@ def _r_sum(x, d, stat, out):
             for r in range(d - 1, 0, -1):
                 for j in range(n_cols):
                     suf[r, j] = (x[b0 - d + r, j] - k[j]) + suf[r + 1, j]
+        else:
+            suf[:] = _NAN
+            suf[d, :] = 0.0  # the window that is exactly the block: 0 + prefix
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_row(x, t, last_bad)
             first = t == b0
+            r = t - b0 + 1
             for j in range(n_cols):
                 u = x[t, j] - k[j]
-                pre[j] = u if first else pre[j] + u
-            if t < d - 1:
-                out[t, :] = _NAN
-                continue
-            r = t - b0 + 1
-            ft = float(t)
-            for j in range(n_cols):
-                s = k[j] + (suf[r, j] + pre[j]) / fd if mean else suf[r, j] + pre[j]
-                s = s if math.isfinite(s) else _NAN
-                out[t, j] = _NAN if ft - last_bad[j] < fd else s
+                p = u if first else pre[j] + u
+                pre[j] = p
+                s = k[j] + (suf[r, j] + p) / fd if mean else suf[r, j] + p
+                out[t, j] = s if math.isfinite(s) else _NAN
 
 
 @njit(**_NJIT)
@@ -1004,103 +1005,66 @@ def _r_slope(x, d, out):
                 out[t, j] = _NAN if ft - last_bad[j] < nf else v
 
 
-# Up to this window ts_max/min/argmax/argmin scan the window directly (O(d) per value, but
-# branch-free and vectorised across the stocks of a row); above it they use van Herk /
-# Gil-Werman block extremes (O(1) amortised).  Both return the EARLIEST extreme of the
-# window (the tie rule), so they agree bit for bit (a test).
-_EXTREME_SCAN_MAX = 4
-
-
 @njit(**_NJIT)
-def _r_extreme_scan(x, d, stat, out):
-    """max / min / argmax / argmin by scanning each window, oldest first (strict improvement
-    only, so a tie keeps the earliest row)."""
-    n_rows, n_cols = x.shape
-    sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
-    want_arg = stat == _ARGMAX or stat == _ARGMIN
-    last_bad = np.full(n_cols, -1.0)
-    fd = float(d)
-    best = np.empty(n_cols)   # sgn · the extreme so far
-    arg = np.empty(n_cols)    # its row, as float
-    for t in range(n_rows):
-        _mark_bad_row(x, t, last_bad)
-        if t < d - 1:
-            for j in range(n_cols):
-                out[t, j] = _NAN
-            continue
-        lo = t - d + 1
-        for j in range(n_cols):
-            best[j] = sgn * x[lo, j]
-            arg[j] = lo
-        for i in range(lo + 1, t + 1):
-            fi = float(i)
-            for j in range(n_cols):
-                v = sgn * x[i, j]
-                better = v > best[j]
-                best[j] = v if better else best[j]
-                arg[j] = fi if better else arg[j]
-        ft = float(t)
-        for j in range(n_cols):
-            v = ft - arg[j] if want_arg else sgn * best[j]
-            out[t, j] = _NAN if ft - last_bad[j] < fd else v
-
-
-@njit(**_NJIT)
-def _r_extreme_blocks(x, d, stat, out):
+def _r_extreme(x, d, stat, out):
     """max / min / argmax / argmin from block extremes (van Herk / Gil-Werman).
 
     Rows are cut into blocks of d; the window [t-d+1, t] is a suffix of the previous block
     (extremes computed right to left, a tie taking the earlier row) plus a prefix of the
     current block (left to right, only a strict improvement replaces): the earlier part
-    wins ties, so the result is the window's earliest extreme, as in the scan.
+    wins ties, so the result is the window's EARLIEST extreme (the tie rule).  Values are
+    compared as sgn·x (max: +1, min: −1).  A non-finite x enters as NaN and NaN wins every
+    comparison in both directions, so a window holding one gives NaN (the full-window
+    rule) with no separate bookkeeping; the first block's suffix is all NaN (its windows
+    are incomplete) and suffix row d is −inf (the window that is exactly a block).
+    One fused, branch-free loop over the stocks per row (2-D indexing, not row views,
+    in the suffix sweep: views of one array made LLVM give up vectorising, 0.28 → 0.9 ms).
     """
     n_rows, n_cols = x.shape
     sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
     want_arg = stat == _ARGMAX or stat == _ARGMIN
-    last_bad = np.full(n_cols, -1.0)
-    fd = float(d)
-    suf = np.zeros((d + 1, n_cols))       # sgn · suffix extremes of the previous block
-    suf_arg = np.zeros((d + 1, n_cols))   # and their rows (float); row d: read, never taken
+    suf = np.empty((d + 1, n_cols))          # sgn · suffix extremes of the previous block
+    suf_arg = np.zeros((d + 1, n_cols))      # and their rows (float)
     pre = np.empty(n_cols)
-    pre_arg = np.empty(n_cols)
+    pre_arg = np.zeros(n_cols)
     for b0 in range(0, n_rows, d):
         if b0 >= d:  # suffix extremes of the previous (full) block [b0 - d, b0)
             p0 = b0 - d
             for j in range(n_cols):
-                suf[d - 1, j] = sgn * x[b0 - 1, j]
+                v = x[b0 - 1, j]
+                suf[d - 1, j] = sgn * v if math.isfinite(v) else _NAN
                 suf_arg[d - 1, j] = b0 - 1
             for r in range(d - 2, -1, -1):
                 fi = float(p0 + r)
                 for j in range(n_cols):
-                    v = sgn * x[p0 + r, j]
-                    take = v >= suf[r + 1, j]
-                    suf[r, j] = v if take else suf[r + 1, j]
+                    v = x[p0 + r, j]
+                    v = sgn * v if math.isfinite(v) else _NAN
+                    s = suf[r + 1, j]
+                    take = (v >= s) | (v != v)
+                    suf[r, j] = v if take else s
                     suf_arg[r, j] = fi if take else suf_arg[r + 1, j]
+        else:
+            suf[:] = _NAN
+        suf[d, :] = -np.inf
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_row(x, t, last_bad)
+            first = t == b0
             ft = float(t)
-            if t == b0:
-                for j in range(n_cols):
-                    pre[j] = sgn * x[t, j]
-                    pre_arg[j] = ft
-            else:
-                for j in range(n_cols):
-                    v = sgn * x[t, j]
-                    better = v > pre[j]
-                    pre[j] = v if better else pre[j]
-                    pre_arg[j] = ft if better else pre_arg[j]
-            if t < d - 1:
-                for j in range(n_cols):
-                    out[t, j] = _NAN
-                continue
-            whole = t - b0 == d - 1  # the window is exactly this block
-            r = t - d + 1 - (b0 - d)
-            for j in range(n_cols):  # selects only (vectorised)
-                take_pre = whole | (pre[j] > suf[r, j])
-                best = pre[j] if take_pre else suf[r, j]
-                row = pre_arg[j] if take_pre else suf_arg[r, j]
-                v = ft - row if want_arg else sgn * best
-                out[t, j] = _NAN if ft - last_bad[j] < fd else v
+            r = t - b0 + 1  # the window's part in the previous block starts at its row r
+            for j in range(n_cols):
+                v = x[t, j]
+                v = sgn * v if math.isfinite(v) else _NAN
+                q = pre[j]
+                better = first | (v > q) | (v != v)
+                p = v if better else q
+                pa = ft if better else pre_arg[j]
+                pre[j] = p
+                pre_arg[j] = pa
+                s = suf[r, j]
+                take_pre = (p > s) | (p != p)
+                best = p if take_pre else s
+                row = pa if take_pre else suf_arg[r, j]
+                o = ft - row if want_arg else sgn * best
+                out[t, j] = o if best == best else _NAN
 
 
 @njit(**_NJIT)
@@ -1141,14 +1105,14 @@ def _r_rank(x, d, out):
 def _r_decay(x, d, out):
     """Linear decay from block sums of u = x - x[b0] and (i - b0)·u (see the block sums
     above): the window's Σ(i - t + d)·u_i = Σ(i - b0)·u_i + (b0 - t + d)·Σu_i, and the
-    value is k + that / (d(d+1)/2)."""
+    value is k + that / (d(d+1)/2).  Non-finite values carry the full-window rule through
+    the arithmetic, as in :func:`_r_sum` (the weights are finite and (b0 - t + d) >= 1)."""
     n_rows, n_cols = x.shape
     nf = float(d)
     wsum = nf * (nf + 1.0) / 2.0
-    last_bad = np.full(n_cols, -1.0)
     k = np.empty(n_cols)
-    suf = np.zeros((2, d + 1, n_cols))
-    s0_, s1_ = suf[0], suf[1]
+    s0_ = np.zeros((d + 1, n_cols))
+    s1_ = np.zeros((d + 1, n_cols))
     p0 = np.zeros(n_cols)
     p1 = np.zeros(n_cols)
     for b0 in range(0, n_rows, d):
@@ -1161,36 +1125,34 @@ def _r_decay(x, d, out):
                     u = x[b0 - d + r, j] - k[j]
                     s0_[r, j] = u + s0_[r + 1, j]
                     s1_[r, j] = fi * u + s1_[r + 1, j]
+        else:
+            s0_[:] = _NAN  # the first block's windows before row d - 1 are incomplete
+            s0_[d, :] = 0.0
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_row(x, t, last_bad)
             first = t == b0
             fi = float(t - b0)
-            for j in range(n_cols):
-                u = x[t, j] - k[j]
-                p0[j] = u if first else p0[j] + u
-                p1[j] = fi * u if first else p1[j] + fi * u
-            if t < d - 1:
-                out[t, :] = _NAN
-                continue
             r = t - b0 + 1
-            ft = float(t)
             c = float(b0 - t + d)
             for j in range(n_cols):
-                w = (s1_[r, j] + p1[j]) + c * (s0_[r, j] + p0[j])
+                u = x[t, j] - k[j]
+                q0 = u if first else p0[j] + u
+                q1 = fi * u if first else p1[j] + fi * u
+                p0[j] = q0
+                p1[j] = q1
+                w = (s1_[r, j] + q1) + c * (s0_[r, j] + q0)
                 v = k[j] + w / wsum
-                v = v if math.isfinite(v) else _NAN
-                out[t, j] = _NAN if ft - last_bad[j] < nf else v
+                out[t, j] = v if math.isfinite(v) else _NAN
 
 
 @njit(**_NJIT)
 def _r_product(x, d, out):
     """Window product from block prefix/suffix products (van Herk / Gil-Werman).
 
-    Blocks of d rows; the window [t-d+1, t] is suffix(t-d+1) * prefix(t).
+    Blocks of d rows; the window [t-d+1, t] is suffix(t-d+1) * prefix(t).  A non-finite
+    value makes every product holding it NaN or ±inf (0·inf is NaN), returned as NaN: the
+    full-window rule without bookkeeping; the first block's suffix rows are NaN.
     """
     n_rows, n_cols = x.shape
-    last_bad = np.full(n_cols, -1.0)
-    fd = float(d)
     suf = np.ones((d + 1, n_cols))  # suffix products of the previous block; row d = 1
     pre = np.empty(n_cols)
     for b0 in range(0, n_rows, d):
@@ -1201,20 +1163,18 @@ def _r_product(x, d, out):
             for r in range(d - 2, -1, -1):
                 for j in range(n_cols):
                     suf[r, j] = x[p0 + r, j] * suf[r + 1, j]
+        else:
+            suf[:] = _NAN
+            suf[d, :] = 1.0
         for t in range(b0, min(b0 + d, n_rows)):
-            _mark_bad_row(x, t, last_bad)
-            if t == b0:
-                for j in range(n_cols):
-                    pre[j] = x[t, j]
-            else:
-                for j in range(n_cols):
-                    pre[j] = pre[j] * x[t, j]
-            r = t - d + 1 - (b0 - d)
-            ft = float(t)
+            first = t == b0
+            r = t - b0 + 1
             for j in range(n_cols):
-                v = suf[r, j] * pre[j]  # the whole block: r = d, 1.0 * pre (exact)
-                v = v if math.isfinite(v) else _NAN
-                out[t, j] = _NAN if ft - last_bad[j] < fd else v
+                xv = x[t, j]
+                q = xv if first else pre[j] * xv
+                pre[j] = q
+                v = suf[r, j] * q  # the whole block: r = d, 1.0 * prefix (exact)
+                out[t, j] = v if math.isfinite(v) else _NAN
 
 
 @njit(**_NJIT)
@@ -1244,14 +1204,6 @@ def _r_ema(x, d, out):
                 seeded[j] = True
             e_[j] = e
             out[t, j] = _clean(e) if seeded[j] else _NAN
-
-
-def _extreme(x: np.ndarray, d: int, stat: int, out: np.ndarray) -> None:
-    """The extreme engine for window d: direct scan when small, block extremes otherwise."""
-    if d <= _EXTREME_SCAN_MAX:
-        _r_extreme_scan(x, d, stat, out)
-    else:
-        _r_extreme_blocks(x, d, stat, out)
 
 
 def _rolling(engine: Callable, name: str, doc: str, *stat: int) -> Callable:
@@ -1294,11 +1246,11 @@ ts_mean = _rolling(_r_sum, "ts_mean", "Mean of the last d values (full finite wi
 ts_std = _rolling(_r_moments, "ts_std", "Rolling std, ddof=1 (constant -> 0, d=1 -> NaN).", _STD)
 ts_skew = _rolling(_r_moments, "ts_skew", "Rolling skew as pandas (zero variance -> NaN).", _SKEW)
 ts_kurt = _rolling(_r_moments, "ts_kurt", "Rolling excess kurt as pandas (zero var -> NaN).", _KURT)
-ts_max = _rolling(_extreme, "ts_max", "Max of the last d values.", _MAX)
-ts_min = _rolling(_extreme, "ts_min", "Min of the last d values.", _MIN)
-ts_argmax = _rolling(_extreme, "ts_argmax", "Sessions since the window max (ties: earliest).",
+ts_max = _rolling(_r_extreme, "ts_max", "Max of the last d values.", _MAX)
+ts_min = _rolling(_r_extreme, "ts_min", "Min of the last d values.", _MIN)
+ts_argmax = _rolling(_r_extreme, "ts_argmax", "Sessions since the window max (ties: earliest).",
                      _ARGMAX)
-ts_argmin = _rolling(_extreme, "ts_argmin", "Sessions since the window min (ties: earliest).",
+ts_argmin = _rolling(_r_extreme, "ts_argmin", "Sessions since the window min (ties: earliest).",
                      _ARGMIN)
 ts_rank = _rolling(_r_rank, "ts_rank", "Share of the other d-1 values below today's, ties half.")
 ts_decay_linear = _rolling(_r_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")

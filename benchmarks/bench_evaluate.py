@@ -161,7 +161,7 @@ def bench_bandwidth(panel, repeat: int) -> list[str]:
         f"- evaluate('close * volume') incl. parse/checks: {t_eval * 1e6:.0f} µs",
         f"- kernel ts_mean(close, 10): 2 × {nbytes / 2**20:.2f} MiB in {t_mean * 1e6:.0f} µs = "
         f"{2 * nbytes / t_mean / 1e9:.1f} GB/s ({2 * nbytes / t_mean / bw:.0%}; block "
-        f"suffix + prefix sums, row-major, ~3 passes over the data)", ""]
+        f"suffix + prefix sums, row-major: one fused pass per row plus the block suffix sweep)", ""]
 
 
 KERNEL_CASES = [

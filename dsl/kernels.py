@@ -782,7 +782,8 @@ def _r_sum(x, d, stat, out):
     fd = float(d)
     mean = stat != _SUM
     k = np.zeros(n_cols)
-    suf = np.zeros((d + 1, n_cols))
+    suf = np.full((d + 1, n_cols), _NAN)  # rows 1 … d-1 rewritten from the second block on
+    suf[d, :] = 0.0  # the window that is exactly the block: 0 + prefix
     pre = np.zeros(n_cols)
     for b0 in range(0, n_rows, d):
         if mean:
@@ -792,9 +793,6 @@ def _r_sum(x, d, stat, out):
             for r in range(d - 1, 0, -1):
                 for j in range(n_cols):
                     suf[r, j] = (x[b0 - d + r, j] - k[j]) + suf[r + 1, j]
-        else:
-            suf[:] = _NAN
-            suf[d, :] = 0.0  # the window that is exactly the block: 0 + prefix
         for t in range(b0, min(b0 + d, n_rows)):
             first = t == b0
             r = t - b0 + 1
@@ -1023,7 +1021,8 @@ def _r_extreme(x, d, stat, out):
     n_rows, n_cols = x.shape
     sgn = 1.0 if (stat == _MAX or stat == _ARGMAX) else -1.0
     want_arg = stat == _ARGMAX or stat == _ARGMIN
-    suf = np.empty((d + 1, n_cols))          # sgn · suffix extremes of the previous block
+    suf = np.full((d + 1, n_cols), _NAN)     # sgn · suffix extremes of the previous block
+    suf[d, :] = -np.inf                      # (NaN until the second block)
     suf_arg = np.zeros((d + 1, n_cols))      # and their rows (float)
     pre = np.empty(n_cols)
     pre_arg = np.zeros(n_cols)
@@ -1043,9 +1042,6 @@ def _r_extreme(x, d, stat, out):
                     take = (v >= s) | (v != v)
                     suf[r, j] = v if take else s
                     suf_arg[r, j] = fi if take else suf_arg[r + 1, j]
-        else:
-            suf[:] = _NAN
-        suf[d, :] = -np.inf
         for t in range(b0, min(b0 + d, n_rows)):
             first = t == b0
             ft = float(t)
@@ -1111,7 +1107,8 @@ def _r_decay(x, d, out):
     nf = float(d)
     wsum = nf * (nf + 1.0) / 2.0
     k = np.empty(n_cols)
-    s0_ = np.zeros((d + 1, n_cols))
+    s0_ = np.full((d + 1, n_cols), _NAN)  # NaN: the first block's windows are incomplete
+    s0_[d, :] = 0.0
     s1_ = np.zeros((d + 1, n_cols))
     p0 = np.zeros(n_cols)
     p1 = np.zeros(n_cols)
@@ -1125,9 +1122,6 @@ def _r_decay(x, d, out):
                     u = x[b0 - d + r, j] - k[j]
                     s0_[r, j] = u + s0_[r + 1, j]
                     s1_[r, j] = fi * u + s1_[r + 1, j]
-        else:
-            s0_[:] = _NAN  # the first block's windows before row d - 1 are incomplete
-            s0_[d, :] = 0.0
         for t in range(b0, min(b0 + d, n_rows)):
             first = t == b0
             fi = float(t - b0)
@@ -1153,7 +1147,8 @@ def _r_product(x, d, out):
     full-window rule without bookkeeping; the first block's suffix rows are NaN.
     """
     n_rows, n_cols = x.shape
-    suf = np.ones((d + 1, n_cols))  # suffix products of the previous block; row d = 1
+    suf = np.full((d + 1, n_cols), _NAN)  # suffix products of the previous block (NaN
+    suf[d, :] = 1.0                          # until the second block); row d = 1
     pre = np.empty(n_cols)
     for b0 in range(0, n_rows, d):
         if b0 >= d:
@@ -1163,9 +1158,6 @@ def _r_product(x, d, out):
             for r in range(d - 2, -1, -1):
                 for j in range(n_cols):
                     suf[r, j] = x[p0 + r, j] * suf[r + 1, j]
-        else:
-            suf[:] = _NAN
-            suf[d, :] = 1.0
         for t in range(b0, min(b0 + d, n_rows)):
             first = t == b0
             r = t - b0 + 1

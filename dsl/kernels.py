@@ -735,17 +735,10 @@ def _r_lag(x, d, stat, out):
 # (measured), and each value's operations are fixed by the code, not by LLVM (no
 # fastmath, serial): results are deterministic bit for bit.
 @njit(inline="always", **_NJIT)
-def _mark_bad_row(x, t, last_bad):
-    """last_bad[j] = t (as float) for every non-finite x[t, j] (branch-free)."""
-    ft = float(t)
-    for j in range(x.shape[1]):
-        last_bad[j] = last_bad[j] if math.isfinite(x[t, j]) else ft
-
-
-@njit(inline="always", **_NJIT)
 def _mark_row(x, t, last_bad, run):
-    """As _mark_bad_row, and run[j] = the length of the run of identical values of x[:, j]
-    ending at t (as float; one fused branch-free loop: measured faster than two)."""
+    """last_bad[j] = t (as float) for every non-finite x[t, j], and run[j] = the length of the
+    run of identical values of x[:, j] ending at t (as float; one fused branch-free loop:
+    measured faster than two)."""
     ft = float(t)
     tp = max(t - 1, 0)  # at t = 0, x[0] == x[0] gives 0 + 1 (a NaN gives 1 as well)
     for j in range(x.shape[1]):
@@ -1073,28 +1066,25 @@ def _r_rank(x, d, out):
     d <= 10 (float compares select float values, no conversions), equal at d = 60.
     """
     n_rows, n_cols = x.shape
-    last_bad = np.full(n_cols, -1.0)
+    last_bad = np.full(n_cols, -1.0)  # -1: rows t < d - 1 come out NaN by the same test
     fd = float(d)
-    below = np.empty(n_cols)
-    equal = np.empty(n_cols)
+    below = np.zeros(n_cols)
+    equal = np.zeros(n_cols)
     for t in range(n_rows):
-        _mark_bad_row(x, t, last_bad)
-        if t < d - 1:
-            for j in range(n_cols):
-                out[t, j] = _NAN
-            continue
-        for j in range(n_cols):
-            below[j] = 0
-            equal[j] = 0
-        for i in range(t - d + 1, t):
-            for j in range(n_cols):
-                v = x[t, j]
-                below[j] += 1.0 if x[i, j] < v else 0.0
-                equal[j] += 1.0 if x[i, j] == v else 0.0
         ft = float(t)
-        for j in range(n_cols):
+        if t >= d - 1:
+            for i in range(t - d + 1, t):
+                for j in range(n_cols):
+                    v = x[t, j]
+                    below[j] += 1.0 if x[i, j] < v else 0.0
+                    equal[j] += 1.0 if x[i, j] == v else 0.0
+        for j in range(n_cols):  # bookkeeping, output and reset in one loop (1.1x at d <= 10)
+            lb = last_bad[j] if math.isfinite(x[t, j]) else ft
+            last_bad[j] = lb
             v = 0.5 if d == 1 else (below[j] + 0.5 * equal[j]) / (d - 1.0)
-            out[t, j] = _NAN if ft - last_bad[j] < fd else v
+            out[t, j] = _NAN if ft - lb < fd else v
+            below[j] = 0.0
+            equal[j] = 0.0
 
 
 @njit(**_NJIT)

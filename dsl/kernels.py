@@ -358,22 +358,23 @@ def _scalar_power(a: object, b: object, signed: bool) -> Callable | None:
     return None if pair is None else pair[signed]
 
 
-def power(a, b):
-    """x**y when real and finite, else NaN."""
-    fast = _scalar_power(a, b, False)
+def _power_dispatch(a: object, b: object, signed: bool, general: Callable) -> np.ndarray | float:
+    """The scalar-exponent fast ufunc when there is one, else ``general`` (the pow path)."""
+    fast = _scalar_power(a, b, signed)
     if fast is None:
-        return _power_any(a, b)
+        return general(a, b)
     with np.errstate(all="ignore"):
         return _as_result(fast(a))
+
+
+def power(a, b):
+    """x**y when real and finite, else NaN."""
+    return _power_dispatch(a, b, False, _power_any)
 
 
 def signed_power(a, b):
     """sign(x)·|x|**a; NaN when not finite."""
-    fast = _scalar_power(a, b, True)
-    if fast is None:
-        return _signed_power_any(a, b)
-    with np.errstate(all="ignore"):
-        return _as_result(fast(a))
+    return _power_dispatch(a, b, True, _signed_power_any)
 
 
 min_ = _elementwise(_min, "min", "Element-wise min; NaN if either is NaN; symmetric bits.")

@@ -1,6 +1,8 @@
 """The speed paths of the kernels, each against the pandas reference and against each other.
 
-ts_max/min/argmax/argmin use block extremes (van Herk) with NaN-sticky comparisons; ts_rank counts every window directly; the cross-sectional rank (shared with the
+ts_max/min/argmax/argmin use block extremes (van Herk) with NaN-sticky comparisons; ts_rank
+counts every window directly (an engine compiled per window length up to 20, a generic one
+above); the cross-sectional rank (shared with the
 verifiers' book) counts rows of <= 64 finite values and sorts wider ones; ts_sum/ts_mean
 are block sums whose arithmetic carries the full-window NaN rule.  Every path must give
 the reference's values, and paths that compute the same thing must agree bit for bit.
@@ -70,6 +72,24 @@ def test_ts_rank_long_windows_match_reference(d):
     x[rng.random(x.shape) < 0.01] = np.nan
     x[:, 1] = rng.normal(size=400)
     assert_parity(K.ts_rank(x, d), REFERENCE["ts_rank"](x, d), rtol=0.0, what=f"ts_rank {d}")
+
+
+def test_ts_rank_unrolled_engines_equal_the_generic_engine_bit_for_bit():
+    """Windows up to _RANK_UNROLLED_MAX run an engine compiled for their d: it must give the
+    generic engine's bits on ties, NaN, +-inf and -0.0, on both sides of the cut-over."""
+    rng = np.random.default_rng(5)
+    x = np.round(rng.normal(size=(260, 9)) * 2.0, 0)  # ties everywhere
+    x[rng.random(x.shape) < 0.03] = np.nan
+    x[rng.random(x.shape) < 0.01] = np.inf
+    x[rng.random(x.shape) < 0.01] = -np.inf
+    x[x == 0.0] = -0.0
+    x[:, 0] = rng.normal(size=260)  # one untied column
+    for d in range(1, K._RANK_UNROLLED_MAX + 3):
+        generic = np.empty_like(x)
+        K._r_rank(x, d, generic)
+        got = K.ts_rank(x, d)
+        assert got.tobytes() == generic.tobytes(), f"ts_rank d={d}: unrolled engine differs"
+    assert_parity(K.ts_rank(x, 7), REFERENCE["ts_rank"](x, 7), rtol=0.0, what="ts_rank 7")
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 7, 63, 64, 65, 130])

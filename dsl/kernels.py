@@ -709,8 +709,7 @@ _MAX, _MIN, _ARGMAX, _ARGMIN = 0, 1, 2, 3
 def _r_lag(stat: int) -> Callable:
     """delay: x[t-d]; delta: x[t] - x[t-d].
 
-    Returns the engine specialised for ``stat``: a compile-time constant of the
-    closure, so LLVM folds every test of it and the inner loops carry no unused work.
+    Returns the engine compiled for ``stat`` (see the note above the stat codes).
     """
 
     @njit(**_NJIT)
@@ -784,8 +783,7 @@ def _r_sum(stat: int) -> Callable:
     first block's suffix rows are NaN (its windows before row d − 1 are incomplete).  One
     fused loop over the stocks per row (was three: 1.4x faster, the same bits).
 
-    Returns the engine specialised for ``stat``: a compile-time constant of the
-    closure, so LLVM folds every test of it and the inner loops carry no unused work.
+    Returns the engine compiled for ``stat`` (see the note above the stat codes).
     """
 
     @njit(**_NJIT)
@@ -821,8 +819,7 @@ def _r_sum(stat: int) -> Callable:
 def _r_moments(stat: int) -> Callable:
     """std / skew / kurt from block power sums of u = x - x[b0] (see above).
 
-    Returns the engine specialised for ``stat``: a compile-time constant of the
-    closure, so LLVM folds every test of it and the inner loops carry no unused work.
+    Returns the engine compiled for ``stat`` (see the note above the stat codes).
     """
 
     @njit(**_NJIT)
@@ -911,8 +908,7 @@ def _r_comoments(stat: int) -> Callable:
     """cov / corr of (x, y) from block sums of u, w, u², w², u·w with u = x - x[b0],
     w = y - y[b0] (see above).  Symmetric in x and y bit for bit (u·w = w·u).
 
-    Returns the engine specialised for ``stat``: a compile-time constant of the
-    closure, so LLVM folds every test of it and the inner loops carry no unused work.
+    Returns the engine compiled for ``stat`` (see the note above the stat codes).
     """
 
     @njit(**_NJIT)
@@ -1047,8 +1043,7 @@ def _r_extreme(stat: int) -> Callable:
     One fused, branch-free loop over the stocks per row (2-D indexing, not row views,
     in the suffix sweep: views of one array made LLVM give up vectorising, 0.28 → 0.9 ms).
 
-    Returns the engine specialised for ``stat``: a compile-time constant of the
-    closure, so LLVM folds every test of it and the inner loops carry no unused work.
+    Returns the engine compiled for ``stat`` (see the note above the stat codes).
     """
 
     @njit(**_NJIT)

@@ -139,6 +139,54 @@ def test_day_vectorised_book_sums_equal_plain_stock_order_loops(n_stocks, n_days
         book_pnl(values, fwd, slice(r0 + 1, r1), fwd_by_stock=fs)
 
 
+def small_int_values(rng: np.random.Generator, t: int, n: int) -> np.ndarray:
+    """Integer-valued formula values (ties on every row) with every edge of the value-count
+    path (rows 2 … 11, between the rows the kernel choice samples): 8 and 9 values, signed zeros, magnitudes near 2**52, NaN and
+    ±inf, rows with < 2 finite values, and a few rows that are not integers at all."""
+    v = rng.integers(-1, 2, (t, n)).astype(float)  # sign(…): -1, 0, 1
+    v[2] = rng.integers(0, 8, n)  # 8 values (0 … 7): the most this path takes
+    v[3] = rng.integers(0, 9, n)  # 9 values: one too many, ranked by the count
+    v[4] = rng.integers(0, 7, n) + 2.0**52 - 8  # just below the magnitude limit
+    v[5] = rng.integers(0, 2, n) + 2.0**52  # at the limit: not this path
+    v[6] = np.where(rng.random(n) < 0.5, 0.0, -0.0)  # a constant row of signed zeros
+    v[7] = np.nan  # an empty day
+    v[8, 1:] = np.nan  # one finite value
+    v[9] = rng.integers(0, 3, n) + 0.5  # not integers
+    v[10, : n // 2] = np.inf
+    v[11] = np.round(rng.normal(size=n) * 4)  # a wide integer span
+    v[rng.random(v.shape) < 0.05] = np.nan
+    return v
+
+
+@pytest.mark.parametrize("n_stocks", [2, 5, 46, 64])
+def test_small_integer_books_take_the_value_count_path_bit_for_bit(n_stocks):
+    """Values such as sign(…) or comparisons run the book kernel compiled for small integers
+    (each row ranked by counting its values); every series must equal the plain definitions
+    and the count path's kernel, bit for bit."""
+    from gymkit.verifiers import book as book_mod
+
+    rng = np.random.default_rng(n_stocks)
+    t = 300
+    values = small_int_values(rng, t, n_stocks)
+    fwd = rng.normal(0.0, 0.01, (t, n_stocks))
+    fwd[rng.random(fwd.shape) < 0.05] = np.nan
+    r0, r1 = 1, t
+    assert book_mod._small_int_rows(np.ascontiguousarray(values), r0, r1)
+    res = book_pnl(values, fwd, slice(r0, r1))
+    for d, row in enumerate(values[r0:r1]):
+        np.testing.assert_array_equal(res.weights[d], slow_weights(row))
+    _, want, ic = plain_book(values, fwd, r0, r1)
+    for k, v in want.items():
+        assert getattr(res, k).tobytes() == v.tobytes(), k
+    np.testing.assert_array_equal(res.ic, ic)
+    fs = ForwardByStock(split_forward_returns(fwd), slice(r0, r1))
+    counted = book_mod._BOOK_PNL[False](values, fs.fwd0, fs.finite, r0, r1, 5)
+    for got, ref in zip((res.weights, res.gross, res.turnover, res.long, res.short, res.ic), counted, strict=True):
+        assert got.tobytes() == ref.tobytes()
+    # values that are not integers never select that kernel
+    assert not book_mod._small_int_rows(np.ascontiguousarray(values + 0.25), r0, r1)
+
+
 @pytest.mark.parametrize("n,params", [(3050, (6, 2, 10, 5)), (250, (6, 2, 10, 5)), (97, (6, 2, 3, 7)),
                                       (60, (4, 1, 0, 0)), (41, (8, 3, 20, 9))])
 def test_grouped_cpcv_sharpes_are_the_sharpes_of_the_gathered_sets(n, params):

@@ -123,6 +123,14 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
         for j in range(n_stocks):
             out[j] = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
         return _scale_row(out, n)
+    s1 = 0
+    for j in range(n_stocks):
+        s1 += le[j]
+    if s1 - n * (n + 1) // 2 == 1:  # exactly one pair shares a key (the common case)
+        s2 = 0
+        for j in range(n_stocks):
+            s2 += le[j] * le[j]
+        return _one_pair_rank_weights(src, le, out, n, (s2 - n * (n + 1) * (2 * n + 1) // 6 + 1) // 2)
     lossless = True  # every finite value is exactly its float32 key: no key is shared
     for j in range(n_stocks):
         v = src[j]
@@ -175,6 +183,40 @@ def _scale_row(out: np.ndarray, n: int) -> int:
         return n
     for j in range(n_stocks):
         out[j] = out[j] / gross
+    return n
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _one_pair_rank_weights(src: np.ndarray, le: np.ndarray, out: np.ndarray, n: int, pair: int) -> int:
+    """Rank weights of a row whose float32 counts have exactly one tie: the two values
+    counted ``pair`` (= (Σle² − Σk² + 1)/2, since le holds 1 … n with pair − 1 replaced by
+    pair).  Equal doubles are a true tie (average rank pair − 0.5); different doubles
+    sharing a float32 key are ordered by their doubles (ranks pair − 1 and pair), which
+    leaves the row untied.  Either way the same centred ranks, Σ|·| and division as the
+    general tie path (a recount on the doubles and the mark-and-scan), so the same bits,
+    in O(N) instead of a second O(N²) count.  Returns n.
+    """
+    n_stocks = src.shape[0]
+    a = -1
+    b = -1
+    for j in range(n_stocks):
+        if le[j] == pair:
+            if a < 0:
+                a = j
+            else:
+                b = j
+    centre = 0.5 * (n + 1)
+    if src[a] == src[b]:
+        for j in range(n_stocks):
+            c = le[j]
+            out[j] = (c - centre if c != pair else (pair - 0.5) - centre) if c > 0 else 0.0
+        return _scale_row(out, n)
+    gross = 0.25 * (n * n - (n & 1))
+    low = a if src[a] < src[b] else b
+    for j in range(n_stocks):
+        c = le[j]
+        out[j] = (c - centre) / gross if c > 0 else 0.0
+    out[low] = (pair - 1 - centre) / gross
     return n
 
 

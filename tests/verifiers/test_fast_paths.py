@@ -63,6 +63,22 @@ def adversarial_rows(n: int, rng: np.random.Generator) -> list[np.ndarray]:
     mixed = np.round(base * 2) / 2
     mixed[::3] = 1e-300 * np.arange(mixed[::3].size)  # mixes ties, clashes and lossless values
     rows.append(mixed)
+    # exactly one pair sharing a float32 key (the one-pair path), at every place in the order
+    distinct = rng.permutation(n) + 0.5 * rng.random(n)
+    for i, j in ((0, n - 1), (n // 2, (n // 2 + 1) % n), (n - 1, 0)):
+        if i == j:
+            continue
+        tie = distinct.copy()
+        tie[j] = tie[i]  # a true tie
+        clash_up, clash_down = distinct.copy(), distinct.copy()
+        clash_up[j] = np.nextafter(clash_up[i], np.inf)  # one float32 key, ordered by the doubles
+        clash_down[j] = np.nextafter(clash_down[i], -np.inf)
+        rows += [tie, clash_up, clash_down]
+    zeros = distinct.copy()
+    zeros[0], zeros[-1] = 0.0, -0.0  # a signed-zero pair
+    big = distinct.copy()
+    big[0], big[-1] = 1e300, 2e300  # two overflowing keys: a clash at +inf
+    rows += [zeros, big]
     return rows
 
 

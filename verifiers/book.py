@@ -231,7 +231,8 @@ def _small_int_rank_weights(src: np.ndarray, out: np.ndarray) -> int:
     by counting each value instead of the O(N²) count; returns n, or −1 without a usable
     result (not such a row, or fewer than 2 finite values: the caller ranks it the usual
     way).  Same bits as :func:`_tied_rank_weights`: the same integer lt and le per value,
-    the same 0.5·(lt + le + 1) − centre, the same :func:`_scale_row`.
+    the same 0.5·(lt + le + 1) − centre, the same exact Σ|·| and the same division (done
+    once per value instead of once per stock).
     """
     n_stocks = src.shape[0]
     v0 = np.nan  # the first finite value, the origin of the offsets below
@@ -260,22 +261,29 @@ def _small_int_rank_weights(src: np.ndarray, out: np.ndarray) -> int:
     if bad or n < 2 or hi - lo >= _SMALL_SPAN:
         return -1
     lo_v = v0 + lo
-    hi_v = v0 + hi
+    span = hi - lo + 1
     centre = 0.5 * (n + 1)
-    for j in range(n_stocks):
-        out[j] = 0.0
+    w = np.empty(_SMALL_SPAN)  # the centred rank of each value lo_v + u
     lt = 0
-    for u in range(int(hi_v - lo_v) + 1):
+    gross = 0.0  # Σ|centred rank| over the row: multiples of 0.5, so exact in any order
+    for u in range(span):
         val = lo_v + u
         c = 0
         for j in range(n_stocks):
             c += src[j] == val
-        if c > 0:  # the values equal to val: lt below them, le = lt + c up to them
-            w = 0.5 * (lt + (lt + c) + 1) - centre
-            for j in range(n_stocks):
-                out[j] = w if src[j] == val else out[j]
+        w[u] = 0.5 * (lt + (lt + c) + 1) - centre  # lt below the value, le = lt + c up to it
+        gross += c * abs(w[u])
         lt += c
-    return _scale_row(out, n)
+    for j in range(n_stocks):
+        out[j] = 0.0
+    if gross == 0.0:  # a constant row holds nothing
+        return n
+    for u in range(span):
+        val = lo_v + u
+        q = w[u] / gross  # the division _scale_row would do, once per value
+        for j in range(n_stocks):
+            out[j] = q if src[j] == val else out[j]
+    return n
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

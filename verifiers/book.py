@@ -24,7 +24,10 @@ Why our own kernel (not pandas ``rank``), and how it is fast without changing a 
 - Ranks by an O(N²) branch-free count (for N ≈ 50 stocks faster than sorting), on
   float32 keys (8 per AVX2 vector), vectorised over the ranked values; exact because
   float32 rounding is monotone and float32 ties are re-checked against the doubles
-  (:func:`_untied_rank_weights`, :func:`_tied_rank_weights`).  Ranks and centred ranks
+  (:func:`_untied_rank_weights`, :func:`_tied_rank_weights`); a row with exactly one
+  float32 tie is settled in O(N) by comparing the pair's doubles, and formulas whose
+  values are small integers (``sign``, comparisons, short ``ts_argmax``: ties on every
+  row) run a kernel that ranks each row by counting its values.  Ranks and centred ranks
   are multiples of 0.5, so Σ|w| is an exact float sum (without ties it is n²/4 or
   (n² − 1)/4): the weights never depend on summation order.  This is a book-local
   user of the project's one counting primitive,
@@ -220,7 +223,7 @@ def _one_pair_rank_weights(src: np.ndarray, le: np.ndarray, out: np.ndarray, n: 
     return n
 
 
-_SMALL_SPAN = 8  # rows of integers spanning fewer values than this are ranked by value counts
+_SMALL_SPAN = 12  # rows of integers spanning fewer values than this are ranked by value counts
 _SMALL_MAX = 2.0**52  # ... and below this magnitude (lo + u is exact)
 
 

@@ -157,11 +157,12 @@ def test_day_vectorised_book_sums_equal_plain_stock_order_loops(n_stocks, n_days
 
 def small_int_values(rng: np.random.Generator, t: int, n: int) -> np.ndarray:
     """Integer-valued formula values (ties on every row) with every edge of the value-count
-    path (rows 2 … 11, between the rows the kernel choice samples): 8 and 9 values, signed zeros, magnitudes near 2**52, NaN and
-    ±inf, rows with < 2 finite values, and a few rows that are not integers at all."""
+    path in rows 2 … 11 (between the rows the kernel choice samples): 12 and 13 values,
+    signed zeros, magnitudes near 2**52, NaN and ±inf, rows with < 2 finite values, and
+    rows that are not integers at all."""
     v = rng.integers(-1, 2, (t, n)).astype(float)  # sign(…): -1, 0, 1
-    v[2] = rng.integers(0, 8, n)  # 8 values (0 … 7): the most this path takes
-    v[3] = rng.integers(0, 9, n)  # 9 values: one too many, ranked by the count
+    v[2] = rng.integers(0, 12, n)  # 12 values (0 … 11): the most this path takes
+    v[3] = rng.integers(0, 13, n)  # 13 values: one too many, ranked by the count
     v[4] = rng.integers(0, 7, n) + 2.0**52 - 8  # just below the magnitude limit
     v[5] = rng.integers(0, 2, n) + 2.0**52  # at the limit: not this path
     v[6] = np.where(rng.random(n) < 0.5, 0.0, -0.0)  # a constant row of signed zeros

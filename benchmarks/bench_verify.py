@@ -8,7 +8,11 @@ implementation in tests/verifiers/pandas_reference.py doing the same per-formula
 (its factor returns also precomputed once).  Prints a table; record it in
 benchmarks/RESULTS.md.
 
-Run: ``.venv/bin/python benchmarks/bench_verify.py [--reps 300] [--ref-reps 5]``
+Run: ``.venv/bin/python benchmarks/bench_verify.py [--reps 300] [--ref-reps 5] [--corpus-reps 30]``
+
+``--corpus-reps N`` (default 30; 0 skips it) also times a train backtest of each of the
+101 paper alphas (their values on the default market): the distribution of the
+per-formula medians says how typical the four formulas above are.
 """
 
 from __future__ import annotations
@@ -56,10 +60,32 @@ def _median_ms(fn, reps: int) -> tuple[float, float, float]:
     return statistics.median(ts) * 1e3, ts[len(ts) // 10] * 1e3, ts[0] * 1e3
 
 
+def _corpus(panel, reps: int) -> None:
+    """Train backtest medians over the 101 paper alphas (values computed once each)."""
+    import csv
+    from importlib import resources
+
+    rows = csv.DictReader(resources.files("gymkit.dsl").joinpath("alpha101.tsv").open(), delimiter="\t")
+    meds = []
+    for r in rows:
+        try:
+            v = np.array(evaluate(r["formula"], panel))
+        except Exception:  # a field this panel lacks
+            continue
+        backtest(v, panel)
+        meds.append(_median_ms(lambda v=v: backtest(v, panel), reps)[0])
+    meds.sort()
+    share = sum(m <= 1.0 for m in meds) / len(meds)
+    print(f"101 alphas, train backtest given the values ({len(meds)} formulas, {reps} calls each): "
+          f"median of medians {statistics.median(meds):.3f} ms, p90 {meds[int(0.9 * len(meds))]:.3f} ms, "
+          f"max {meds[-1]:.3f} ms; {share:.0%} of the formulas at <= 1 ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--ref-reps", type=int, default=5)
+    ap.add_argument("--corpus-reps", type=int, default=30)
     args = ap.parse_args()
     ref = _load_reference()
     panel = default_market()
@@ -97,6 +123,8 @@ def main() -> None:
           {k: round(statistics.median(t) * 1e3, 3) for k, t in phases.items()})
     print(f"phase timings of a train call, min of {args.reps} (ms):",
           {k: round(min(t) * 1e3, 3) for k, t in phases.items()})
+    if args.corpus_reps > 0:
+        _corpus(panel, args.corpus_reps)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print(f"overall: median of medians {statistics.median(ours_all):.3f} ms, "
           f"ratio vs pandas median {statistics.median(ratios):.0f}x (min {min(ratios):.0f}x)")

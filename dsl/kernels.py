@@ -91,7 +91,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_le_keys", "rank_scratch", "ranks2_sorted", "row_ranks2"]
+__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_groups", "count_le_keys", "rank_scratch", "ranks2_sorted",
+           "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
@@ -443,6 +444,30 @@ def count_le_keys(keys: np.ndarray, le: np.ndarray) -> int:
     for i in range(m):
         total += le[i]
     return total
+
+
+@njit(inline="always", **_NJIT)
+def count_groups(src: np.ndarray, le: np.ndarray, groups: np.ndarray, rep: np.ndarray) -> bool:
+    """After :func:`count_le_keys` on a row's float32 keys: groups[c] = #{i: le[i] = c} and
+    rep[c] = one src[i] with le[i] = c, for c = 0 … len(src); return True when some group
+    of equal keys holds two *different* doubles (a float32 clash: count the doubles then).
+
+    Without a clash a group of m values counted c holds the ranks c − m + 1 … c, so
+    2·rank = lt + le + 1 = 2c − m + 1 exactly: ties cost one histogram, not a second count.
+    The book's tie path uses it; the dsl ``rank`` keeps its float64 recount of tied rows
+    (this path measured 0.8–1.35x per tie-heavy input there, 1.00x over the corpus).
+    """
+    for c in range(groups.shape[0]):
+        groups[c] = 0
+    for i in range(src.shape[0]):
+        c = le[i]
+        groups[c] += 1
+        rep[c] = src[i]
+    clash = False
+    for i in range(src.shape[0]):
+        c = le[i]
+        clash |= (c > 0) & (src[i] != rep[c])
+    return clash
 
 
 @njit(inline="always", **_NJIT)

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from gymkit.dsl.kernels import KEY_BLOCK as _KEY_BLOCK
-from gymkit.dsl.kernels import count_le_keys, ranks2_sorted
+from gymkit.dsl.kernels import count_groups, count_le_keys, ranks2_sorted
 
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
@@ -138,36 +138,20 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
         for j in range(n_stocks):
             s2 += le[j] * le[j]
         return _one_pair_rank_weights(src, le, out, n, (s2 - n * (n + 1) * (2 * n + 1) // 6 + 1) // 2)
-    # how many values share each count (marks[c]) and one of their doubles (rep[c]): a
-    # group of equal counts is a group of equal float32 keys, and must hold one double
-    _count_groups(src, le, marks, rep)
-    clash = False
-    for i in range(n_stocks):
-        c = le[i]
-        clash |= (c > 0) & (src[i] != rep[c])
-    if clash:  # two different doubles share a float32 key: count on the doubles
+    # how many values share each count (marks[c]): a group of equal counts is a group of
+    # equal float32 keys, and must hold one double (else count on the doubles)
+    if count_groups(src, le, marks, rep):
         for j in range(n_stocks):
             v = src[j]
             keys64[j] = v if math.isfinite(v) else np.nan
         count_le_keys(keys64, le)
-        _count_groups(src, le, marks, rep)
+        count_groups(src, le, marks, rep)
     # a group of m values counted le = c holds ranks c - m + 1 … c: lt = c - m, and
     # 2·rank = lt + le + 1 = 2c - m + 1 (the same integer as a mark-and-scan for lt)
     for j in range(n_stocks):
         c = le[j]
         out[j] = 0.5 * (2 * c - marks[c] + 1) - centre if c > 0 else 0.0
     return _scale_row(out, n)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _count_groups(src: np.ndarray, le: np.ndarray, groups: np.ndarray, rep: np.ndarray) -> None:
-    """groups[c] = #{i: le[i] = c} and rep[c] = one src[i] with le[i] = c, c = 0 … N."""
-    for c in range(groups.shape[0]):
-        groups[c] = 0
-    for i in range(src.shape[0]):
-        c = le[i]
-        groups[c] += 1
-        rep[c] = src[i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -60,7 +60,8 @@ _NAN32 = np.float32(np.nan)
 @njit(cache=True, nogil=True, error_model="numpy")
 def rank_scratch(n_stocks: int) -> tuple:
     """Scratch buffers for the rank weights of rows of ``n_stocks`` values:
-    (float32 keys, float64 keys, int32 le counts, int32 tie marks, float64 tie representatives).
+    (float32 keys, float64 keys, int32 le counts, int32 tie-group sizes, float64 tie-group
+    representatives).
 
     The key buffers are padded with NaN to a multiple of 16, so the counting loops need
     no remainder (a NaN key counts 0 and is counted by none).
@@ -216,14 +217,14 @@ _SMALL_MAX = 2.0**52  # ... and below this magnitude (lo + u is exact)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _small_int_rank_weights(src: np.ndarray, out: np.ndarray) -> int:
+def _small_int_rank_weights(src: np.ndarray, out: np.ndarray, w: np.ndarray) -> int:
     """The rank weights of a row whose finite values are integers spanning fewer than
     _SMALL_SPAN values (``sign(…)``, comparisons, short ``ts_argmax``: ties on every row),
     by counting each value instead of the O(N²) count; returns n, or −1 without a usable
     result (not such a row, or fewer than 2 finite values: the caller ranks it the usual
     way).  Same bits as :func:`_tied_rank_weights`: the same integer lt and le per value,
     the same 0.5·(lt + le + 1) − centre, the same exact Σ|·| and the same division (done
-    once per value instead of once per stock).
+    once per value instead of once per stock).  ``w``: scratch of _SMALL_SPAN floats.
     """
     n_stocks = src.shape[0]
     v0 = np.nan  # the first finite value, the origin of the offsets below
@@ -254,7 +255,7 @@ def _small_int_rank_weights(src: np.ndarray, out: np.ndarray) -> int:
     lo_v = v0 + lo
     span = hi - lo + 1
     centre = 0.5 * (n + 1)
-    w = np.empty(_SMALL_SPAN)  # the centred rank of each value lo_v + u
+    # w[u]: the centred rank of the value lo_v + u
     lt = 0
     gross = 0.0  # Σ|centred rank| over the row: multiples of 0.5, so exact in any order
     for u in range(span):
@@ -287,6 +288,7 @@ def _small_int_rows(values: np.ndarray, r0: int, r1: int) -> bool:
     n_rows = r1 - r0
     step = max(1, n_rows // 8)
     scratch = np.empty(values.shape[1])
+    w = np.empty(_SMALL_SPAN)
     seen = False
     for t in range(r0, r1, step):
         n = 0
@@ -294,7 +296,7 @@ def _small_int_rows(values: np.ndarray, r0: int, r1: int) -> bool:
             n += math.isfinite(values[t, j])
         if n < 2:
             continue
-        if _small_int_rank_weights(values[t], scratch) < 0:
+        if _small_int_rank_weights(values[t], scratch, w) < 0:
             return False
         seen = True
     return seen
@@ -468,6 +470,7 @@ def _book_pnl_body(values, ft, mt, r0, r1, min_ic_names, small_ints):
     scratch = rank_scratch(n_stocks)
     keys = scratch[0]
     le = scratch[2]
+    w_small = np.empty(_SMALL_SPAN)
     wt = np.zeros((n_stocks, _ROW))  # column 0: the day before (zero: the book starts empty)
     fin = np.ones((n_stocks, _ROW))
     acc = np.zeros((9, _CHUNK))
@@ -480,7 +483,7 @@ def _book_pnl_body(values, ft, mt, r0, r1, min_ic_names, small_ints):
         for e in range(n):
             row = weights[c0 + e]
             src = values[r0 + c0 + e]
-            k = _small_int_rank_weights(src, row) if small_ints else -1
+            k = _small_int_rank_weights(src, row, w_small) if small_ints else -1
             if k < 0:
                 k = _untied_rank_weights(src, keys, le, row)
                 if k < 0:  # ties, < 2 or > 64 finite values

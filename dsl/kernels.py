@@ -1215,16 +1215,13 @@ def _r_rank_unrolled(d: int) -> Callable:
     return engine
 
 
-def ts_rank(x: np.ndarray, d: int) -> np.ndarray:
-    """Share of the other d-1 values below today's, ties half."""
-    x = _matrix(x, "ts_rank")
-    d = _window(d, "ts_rank")
-    out = np.empty(x.shape)
+def _r_rank_any(x: np.ndarray, d: int, out: np.ndarray) -> None:
+    """The ts_rank engine for window ``d``: the one compiled for d up to _RANK_UNROLLED_MAX,
+    else the generic :func:`_r_rank`."""
     if d <= _RANK_UNROLLED_MAX:
         _r_rank_unrolled(d)(x, out)
     else:
         _r_rank(x, d, out)
-    return out
 
 
 @njit(**_NJIT)
@@ -1373,6 +1370,7 @@ ts_max = _rolling(_r_extreme(_MAX), "ts_max", "Max of the last d values.")
 ts_min = _rolling(_r_extreme(_MIN), "ts_min", "Min of the last d values.")
 ts_argmax = _rolling(_r_extreme(_ARGMAX), "ts_argmax", "Sessions since the window max (ties: earliest).")
 ts_argmin = _rolling(_r_extreme(_ARGMIN), "ts_argmin", "Sessions since the window min (ties: earliest).")
+ts_rank = _rolling(_r_rank_any, "ts_rank", "Share of the other d-1 values below today's, ties half.")
 ts_decay_linear = _rolling(_r_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")
 ts_product = _rolling(_r_product, "ts_product", "Product of the last d values.")
 ts_ema = _rolling(_r_ema, "ts_ema", "EMA, alpha 2/(d+1), seeded by the first full window mean.")

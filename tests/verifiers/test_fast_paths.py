@@ -204,6 +204,55 @@ def test_small_integer_books_take_the_value_count_path_bit_for_bit(n_stocks):
     assert not book_mod._small_int_rows(np.ascontiguousarray(values + 0.25), r0, r1)
 
 
+def clash_run_values(rng: np.random.Generator, n_stocks: int) -> np.ndarray:
+    """Rows in runs that switch the book's rank paths: sums of ranks (k1 + k2)/45 whose
+    equal integer sums land on neighbouring doubles (float32 clashes, as in the paper
+    alphas), long enough for the float64-first mode and its every-16th-row retries, broken
+    by untied rows, a one-pair row, rows with NaN / a single value, and true ties."""
+    def clash_row():
+        row = rng.integers(0, 46, n_stocks) / 45 + rng.integers(0, 46, n_stocks) / 45
+        row[-1] = np.nextafter(row[0], 9.0)  # at least one clash at any width
+        return row
+
+    rows = [clash_row() for _ in range(40)]
+    rows += [rng.normal(size=n_stocks) for _ in range(6)]  # untied: the float32 count again
+    rows += [clash_row() for _ in range(10)]
+    one = rng.permutation(n_stocks) + 0.5
+    one[0] = one[1]  # exactly one tied pair
+    lone = np.full(n_stocks, np.nan)
+    lone[0] = 1.0
+    holes = clash_row()
+    holes[:: 3] = np.nan
+    rows += [one, lone, holes, np.full(n_stocks, np.nan), np.round(rng.normal(size=n_stocks))]
+    rows += [clash_row() for _ in range(25)] + [rng.normal(size=n_stocks) for _ in range(3)]
+    return np.vstack(rows)
+
+
+@pytest.mark.parametrize("n_stocks", [5, 46, 64])
+def test_runs_of_float32_clashes_rank_on_the_doubles_bit_for_bit(n_stocks):
+    """After four float32 clashes in a row the book ranks on the doubles first (retrying the
+    float32 count every 16th row); every path and every switch gives the plain weights,
+    in book_weights and in the P&L kernel."""
+    rng = np.random.default_rng(100 + n_stocks)
+    values = clash_run_values(rng, n_stocks)
+    t = values.shape[0]
+    fin = np.isfinite(values)
+    clashes = sum(np.unique(r[f]).size != np.unique(r[f].astype(np.float32)).size for r, f in zip(values, fin, strict=True))
+    assert clashes >= 60  # the runs do clash
+    fwd = rng.normal(0.0, 0.01, (t, n_stocks))
+    for r0 in (0, 7):  # the retry rows fall on different rows of the runs
+        res = book_pnl(values, fwd, slice(r0, t))
+        direct = book_weights(values, slice(r0, t))
+        for d, row in enumerate(values[r0:]):
+            want = slow_weights(row)
+            np.testing.assert_array_equal(res.weights[d], want)
+            np.testing.assert_array_equal(direct[d], want)
+        _, plain, ic = plain_book(values, fwd, r0, t)
+        for k, v in plain.items():
+            assert getattr(res, k).tobytes() == v.tobytes(), k
+        np.testing.assert_array_equal(res.ic, ic)
+
+
 @pytest.mark.parametrize("n,params", [(3050, (6, 2, 10, 5)), (250, (6, 2, 10, 5)), (97, (6, 2, 3, 7)),
                                       (60, (4, 1, 0, 0)), (41, (8, 3, 20, 9))])
 def test_grouped_cpcv_sharpes_are_the_sharpes_of_the_gathered_sets(n, params):

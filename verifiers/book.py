@@ -25,7 +25,10 @@ Why our own kernel (not pandas ``rank``), and how it is fast without changing a 
   float32 keys (8 per AVX2 vector), vectorised over the ranked values; exact because
   float32 rounding is monotone and float32 ties are re-checked against the doubles
   (:func:`_untied_rank_weights`, :func:`_tied_rank_weights`); a row with exactly one
-  float32 tie is settled in O(N) by comparing the pair's doubles, and formulas whose
+  float32 tie is settled in O(N) by comparing the pair's doubles, rows where two
+  different doubles share a float32 key (sums and ratios of ranks) are counted on the
+  doubles by the dsl rank's own tie path (and, after four such rows in a row, first),
+  and formulas whose
   values are small integers (``sign``, comparisons, short ``ts_argmax``: ties on every
   row) run a kernel that ranks each row by counting its values.  Ranks and centred ranks
   are multiples of 0.5, so Σ|w| is an exact float sum (without ties it is n²/4 or

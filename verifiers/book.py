@@ -130,12 +130,10 @@ def _tied_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray, n: int)
         for j in range(n_stocks):
             out[j] = 0.0
         return n
-    centre = 0.5 * (n + 1)
     if n > _COUNT_MAX:
         ranks2_sorted(src, n, out)
-        for j in range(n_stocks):
-            out[j] = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
-        return _scale_row(out, n)
+        return _weights_from_ranks2(out, n)
+    centre = 0.5 * (n + 1)
     s1 = 0
     for j in range(n_stocks):
         s1 += le[j]
@@ -163,8 +161,14 @@ def _float64_rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray) -> i
     float32 clash (was a float64 count in the float32 layout and a second histogram), and
     with no float32 pass first for every row while a formula's rows clash (sums and ratios
     of ranks: clashing rows run 1.3-1.6x faster this way).  Returns n."""
-    n = row_ranks2(src, scratch[4], scratch[5], scratch[6], out)  # out = 2·rank, 0 off the book
-    n_stocks = src.shape[0]
+    return _weights_from_ranks2(out, row_ranks2(src, scratch[4], scratch[5], scratch[6], out))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _weights_from_ranks2(out: np.ndarray, n: int) -> int:
+    """``out`` holds 2·rank (0.0 off the book) for a row of n finite values: centre the ranks
+    and divide by Σ|·| in place; fewer than 2 values hold nothing.  Returns n."""
+    n_stocks = out.shape[0]
     if n < 2:
         for j in range(n_stocks):
             out[j] = 0.0

@@ -1,20 +1,26 @@
 """verl adapter: ``compute_score`` for verl's custom reward function and its batch variant.
 
-verl's reward managers call a custom reward function (``custom_reward_function.path`` /
-``.name`` in the trainer config) as ``compute_score(data_source, solution_str, ground_truth,
-extra_info)`` (naive manager) or, with ``reward_manager=batch``, as ``compute_score(
-data_sources=..., solution_strs=..., ground_truths=..., extra_infos=...)``.  A dict result must
-hold ``'score'``; its other keys are collected per sample into ``reward_extra_info`` and must be
-the same for every sample.
+Loading: verl reads ``reward.custom_reward_function.path`` / ``.name`` (verl >= 0.9; older
+releases have the block at the top level) with its own ``load_extern_object``.  Both forms work:
 
-Our keys (every sample, all floats): ``score`` (the card's scalar reward), ``valid`` (1/0),
-``internal_error`` (1 when scoring raised, score 0), and one per active channel (the raw value;
-invalid answers carry the card's penalties/zeros).  ``ground_truth`` is the ``brief_id`` (the
-dataset of ``gymkit briefs --format verl-parquet`` puts it there and in ``extra_info``); it is
-used only to recover the brief text.  The single-sample form scores a group of one (R2 = 0);
-the batch form scores each brief's answers as one group.
+* ``path: pkg://gymkit.adapters.verl`` (verl >= 0.7 imports the installed module), or
+* ``path: <site-packages>/gymkit/adapters/verl.py`` — verl then runs this file with
+  ``spec_from_file_location`` and no parent package, so this module uses absolute imports only.
 
-``data_source`` names the environment: ``"gymkit/<env_id>"`` (``"gymkit"`` alone = us46-default).
+Calls: the naive reward managers call ``compute_score(data_source=, solution_str=,
+ground_truth=, extra_info=)``; ``reward_manager=batch`` calls :func:`compute_score_batch`
+(``data_sources=, solution_strs=, ground_truths=, extra_infos=``) once per batch, so each
+brief's answers are scored as one group (R2 filled).  A dict result holds ``'score'``; verl
+collects its other keys per sample into ``reward_extra_info``, so every sample carries the same
+keys: ``score`` (the card's scalar reward, passed through), ``valid`` (1/0), ``internal_error``
+(1 when scoring raised; score 0) and one per active channel (raw value; invalid answers carry
+the card's penalties/zeros).  ``ground_truth`` is the ``brief_id`` (``gymkit briefs --format
+verl-parquet`` puts it there and in ``extra_info``), used only to recover the brief text.
+
+``data_source`` names the environment: ``"gymkit/<env_id>"`` (``"gymkit"`` alone =
+us46-default).  Any other data source — a typo, or another task's rows routed here — raises a
+one-line ``ValueError`` naming it and the sample index: it is a configuration error, never a
+silent 0 and never scored as an alpha.  Answers themselves never raise.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .common import get_env, score_rows
+from gymkit.adapters.common import InternalResult, get_env, score_rows
 
 __all__ = ["DATA_SOURCE", "compute_score", "compute_score_batch", "env_id_of"]
 
@@ -30,11 +36,19 @@ __all__ = ["DATA_SOURCE", "compute_score", "compute_score_batch", "env_id_of"]
 DATA_SOURCE = "gymkit/us46-default"
 
 
-def env_id_of(data_source: str | None) -> str:
-    """Environment id named by a ``data_source`` ("gymkit/<env_id>"; anything else: default)."""
-    if isinstance(data_source, str) and data_source.startswith("gymkit/") and len(data_source) > 7:
+def env_id_of(data_source: Any, where: str = "data_source") -> str:
+    """Environment id named by ``data_source``; raises ValueError for anything not gymkit's."""
+    from gymkit.registry import list_envs
+
+    envs = list_envs()
+    if data_source == "gymkit":
+        return "us46-default"
+    if isinstance(data_source, str) and data_source.startswith("gymkit/") \
+            and data_source[7:] in envs:
         return data_source[7:]
-    return "us46-default"
+    raise ValueError(f"{where}: unknown data_source {data_source!r}; gymkit scores only "
+                     f"{['gymkit/' + e for e in envs]} (route other data sources to their own "
+                     "reward function)")
 
 
 def _brief_id(ground_truth: Any, extra_info: Any) -> str | None:
@@ -53,34 +67,32 @@ def _result_dict(res: Any, channels: Sequence[str]) -> dict[str, float]:
 def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str],
                         ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None,
                         **kwargs: Any) -> list[dict[str, float]]:
-    """Batch form (verl ``reward_manager=batch``): one dict per sample, groups by brief."""
+    """Batch form (verl ``reward_manager=batch``): one dict per sample, each brief one group."""
     n = len(solution_strs)
+    if len(data_sources) != n or len(ground_truths) != n:
+        raise ValueError(f"compute_score_batch: {len(data_sources)} data_sources, {n} "
+                         f"solution_strs and {len(ground_truths)} ground_truths differ in length")
     infos = list(extra_infos) if extra_infos is not None else [None] * n
+    env_ids = [env_id_of(ds, f"sample {i}") for i, ds in enumerate(data_sources)]
     ids = [_brief_id(g, e) for g, e in zip(ground_truths, infos, strict=True)]
     out: list[dict[str, float] | None] = [None] * n
     by_env: dict[str, list[int]] = {}
-    for i, ds in enumerate(data_sources):
-        by_env.setdefault(env_id_of(ds), []).append(i)
+    for i, env_id in enumerate(env_ids):
+        by_env.setdefault(env_id, []).append(i)
     for env_id, idx in by_env.items():
         try:
             env = get_env(env_id)
             channels = env.channels
             res = score_rows(env, [ids[i] or "" for i in idx], [solution_strs[i] for i in idx],
                              [ids[i] or "" for i in idx])
-        except Exception:  # never raise: the environment itself failed to build
+        except Exception as exc:  # never raise on answers: the environment itself failed
             from gymkit.verifiers.channels import CHANNEL_NAMES
 
             channels = tuple(c for c in CHANNEL_NAMES if c != "jepa_stress")
-            res = [_internal() for _ in idx]
+            res = [InternalResult(f"{type(exc).__name__}: {exc}") for _ in idx]
         for i, r in zip(idx, res, strict=True):
             out[i] = _result_dict(r, channels)
     return [o for o in out if o is not None]
-
-
-def _internal() -> Any:
-    from .common import InternalResult
-
-    return InternalResult("environment could not be built")
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any = None,

@@ -34,3 +34,32 @@ def _fresh_memo():
     clear_memo()
     yield
     clear_memo()
+
+
+def make_tokenizer(texts: list[str]):
+    """A small byte-level BPE tokenizer trained here (no hub), with a ChatML chat template.
+
+    Byte-level, so every text round-trips exactly through encode/decode; it stands in for a
+    model's tokenizer where a trainer library needs one (verl's reward managers, TRL).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=512, special_tokens=specials, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>",
+                                   eos_token="<|im_end|>")
+    fast.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    return fast
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return make_tokenizer(GROUP)

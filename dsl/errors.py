@@ -16,8 +16,9 @@ NAME_CODES = frozenset({"unknown_operator", "unknown_field", "unknown_level", "a
 LIMIT_CODES = frozenset({"lookback", "depth"})
 AVAILABILITY_CODES = frozenset({"group_unavailable", "field_unavailable"})
 TAG_CODES = frozenset({"missing_tag", "empty_tag", "multiple_tags", "unclosed_tag"})
+ANSWER_CODES = frozenset({"answer_too_long"})  # dsl.extract.MAX_ANSWER_CHARS
 ERROR_CODES = (SYNTAX_CODES | PRE_PARSE_CODES | NAME_CODES | LIMIT_CODES
-               | AVAILABILITY_CODES | TAG_CODES)
+               | AVAILABILITY_CODES | TAG_CODES | ANSWER_CODES)
 
 _EXCERPT = 24
 

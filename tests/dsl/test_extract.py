@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from gymkit.dsl import DSLError, extract
@@ -21,7 +23,8 @@ def test_single_tag():
     ("<think>   </think><alpha>rank(close)</alpha>", False),
     ("I think reversal works.<alpha>rank(close)</alpha>", False),
     ("<alpha>rank(close)</alpha><think>after</think>", False),
-    ("<think>unclosed <alpha>rank(close)</alpha></think>", False),
+    ("<think>unclosed <alpha>rank(close)</alpha>", False),
+    ("<think>draft <alpha>rank(open)</alpha></think><alpha>rank(close)</alpha>", True),
 ])
 def test_reasoning_block(answer, expected):
     assert extract(answer).has_reasoning is expected
@@ -43,3 +46,78 @@ def test_tag_errors_are_distinct(answer, code):
     with pytest.raises(DSLError) as info:
         extract(answer)
     assert info.value.code == code
+
+
+@pytest.mark.parametrize(("answer", "formula"), [
+    # drafts inside reasoning are ignored; the answer is the tag outside the block
+    ("<think>try <alpha>rank(open)</alpha>, no</think><alpha>rank(close)</alpha>", "rank(close)"),
+    ("<reasoning><alpha>a</alpha><alpha>b</alpha></reasoning> <alpha>rank(close)</alpha>",
+     "rank(close)"),
+    # a tag after the block, reasoning after the answer, unclosed opens are plain text
+    ("<alpha>rank(close)</alpha><think><alpha>rank(open)</alpha></think>", "rank(close)"),
+    ("<think><think>x</think><alpha>rank(close)</alpha>", "rank(close)"),
+])
+def test_reasoning_is_not_the_answer(answer, formula):
+    assert extract(answer).formula == formula
+
+
+def test_a_tag_only_inside_reasoning_is_missing():
+    with pytest.raises(DSLError) as info:
+        extract("<think><alpha>rank(close)</alpha></think>")
+    assert info.value.code == "missing_tag" and "inside the reasoning" in info.value.message
+    with pytest.raises(DSLError) as info:
+        extract("<reasoning>x</reasoning><alpha>rank(close)</alpha><alpha>rank(open)</alpha>")
+    assert info.value.code == "multiple_tags"
+
+
+def test_answer_size_limit():
+    from gymkit.dsl.extract import MAX_ANSWER_CHARS
+
+    ok = "<alpha>rank(close)</alpha>"
+    fits = " " * (MAX_ANSWER_CHARS - len(ok)) + ok
+    assert extract(fits).formula == "rank(close)"
+    with pytest.raises(DSLError) as info:
+        extract(fits + " ")
+    assert info.value.code == "answer_too_long"
+    assert str(MAX_ANSWER_CHARS) in info.value.message and "\n" not in info.value.message
+
+
+HOSTILE = {  # unit -> how the answer ends
+    "<think>": "<alpha>rank(-returns)</alpha>",
+    "<reasoning>": "<alpha>rank(-returns)</alpha>",
+    "<think>x</think>": "<alpha>rank(-returns)</alpha>",
+    "<think></think>": "<alpha>rank(-returns)</alpha>",
+    "<think><reasoning></think>": "</reasoning><alpha>rank(-returns)</alpha>",
+    "</alpha>": "<alpha>x",
+    "<think><alpha>": "</think><alpha>rank(-returns)</alpha>",
+}
+
+
+def _extract_time(answer: str) -> float:
+    try:
+        extract(answer)
+    except DSLError:
+        pass
+    t0 = time.perf_counter()
+    try:
+        extract(answer)
+    except DSLError:
+        pass
+    return time.perf_counter() - t0
+
+
+@pytest.mark.parametrize("unit", list(HOSTILE))
+def test_hostile_answers_scan_in_linear_time(unit):
+    """Eight times the characters cost about 8x, measured in-process and interleaved (best of
+    15 each; the bound 32x is half way to quadratic); a quadratic scan costs 64x (the '<think>' * 18000 answer took 30 s before).
+    Both sizes fit the answer limit."""
+    from gymkit.dsl.extract import MAX_ANSWER_CHARS
+
+    big = MAX_ANSWER_CHARS // len(unit) - 8
+    small_answer = unit * (big // 8) + HOSTILE[unit]
+    big_answer = unit * big + HOSTILE[unit]
+    t_small = t_big = float("inf")
+    for _ in range(15):
+        t_small = min(t_small, _extract_time(small_answer))
+        t_big = min(t_big, _extract_time(big_answer))
+    assert t_big < 32 * max(t_small, 5e-5), (unit, t_small, t_big)

@@ -30,20 +30,27 @@ Validation (:mod:`gymkit.data.validate`): ``strict=True`` raises
 
 from __future__ import annotations
 
+import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
+from gymkit.data.columns import normalise_columns
 from gymkit.data.corporate_actions import ACTION_COLUMNS, adjust_corporate_actions
 from gymkit.data.panel import BASE_FIELDS, GROUP_LEVELS, Panel
+from gymkit.data.quality import quality_warnings
+from gymkit.data.reading import read_csv_file, read_parquet_file
 from gymkit.data.validate import (
     KNOWN_COLUMNS,
     ValidationError,
     ValidationReport,
+    clip,
     coerce_date,
+    list_columns,
     validate_long,
 )
 
@@ -57,11 +64,28 @@ class ValidationWarning(UserWarning):
     """Emitted by a ``strict=False`` load that masked or dropped data."""
 
 
-def read_source(source: Any) -> pl.DataFrame:
+class DataWarning(UserWarning):
+    """Emitted by any load whose data looks wrong but is legal (:mod:`gymkit.data.quality`)."""
+
+
+class ColumnNote(UserWarning):
+    """Emitted by a load that renamed, dropped or ignored columns (aliases, index, extras)."""
+
+
+def is_frame(source: Any) -> bool:
+    """True for a polars DataFrame/LazyFrame or a pandas DataFrame (what ``load_panel`` reads)."""
+    if isinstance(source, pl.DataFrame | pl.LazyFrame):
+        return True
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(source, pd.DataFrame)
+
+
+def read_source(source: Any, *, max_bytes: int | None = None) -> pl.DataFrame:
     """Return ``source`` (path, polars or pandas frame) as a polars DataFrame, unvalidated.
 
-    CSV is read with ``date``, ``ticker`` and label columns as text (so bad values reach
-    validation as text and are reported, not silently dropped by type inference).
+    CSV cells are read as text (so bad values reach validation as text and are reported,
+    not silently dropped by type inference); malformed or oversized files are one-line
+    ``ValueError`` naming the file (:mod:`gymkit.data.reading`).
     """
     if isinstance(source, pl.DataFrame):
         return source
@@ -70,15 +94,15 @@ def read_source(source: Any) -> pl.DataFrame:
     if isinstance(source, str | Path):
         p = Path(source)
         if not p.is_file():
-            raise FileNotFoundError(f"panel file not found: {p}")
+            raise FileNotFoundError(f"panel file not found: {clip(p, 200)}")
         name = p.name.lower()
         if name.endswith((".parquet", ".pq")):
-            return pl.read_parquet(p)
+            return read_parquet_file(p, max_bytes)
         if name.endswith((".csv", ".csv.gz")):
-            text = {c: pl.String for c in ("date", "ticker", *GROUP_LEVELS)}
-            return pl.read_csv(p, schema_overrides=text, infer_schema_length=10_000)
+            return read_csv_file(p, max_bytes)
         raise ValueError(
-            f"unsupported panel file type {p.name!r}: expected .csv, .csv.gz, .parquet or .pq"
+            f"unsupported panel file type {clip(p.name)!r}: expected .csv, .csv.gz, .parquet "
+            "or .pq"
         )
     try:
         import pandas as pd
@@ -117,7 +141,9 @@ def detect_layout(frame: pl.DataFrame) -> Layout:
         raise ValidationError("empty-panel", "no rows")
     raise ValidationError(
         "missing-column",
-        "required for long input (no 'field:TICKER' columns for wide input either)",
+        "required for long input (no 'field:TICKER' columns for wide input either); got "
+        f"columns {list_columns(frame.columns)}: name it with columns={{'ticker': COLUMN}} "
+        "(CLI --columns ticker=COLUMN)",
         column="ticker",
     )
 
@@ -190,21 +216,40 @@ def load_panel_with_report(
     strict: bool = True,
     adjust: bool = False,
     calendar_check: bool = True,
+    columns: Mapping[str, str] | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[Panel, ValidationReport]:
     """Load, validate and pivot ``source`` into a :class:`Panel`; also return the report.
 
-    See the module docstring for layouts, sources and the meaning of each flag.
+    See the module docstring for layouts, sources and the meaning of each flag;
+    ``columns`` maps schema names to the input's columns (:mod:`gymkit.data.columns`),
+    ``max_bytes`` caps the (decompressed) file size (:mod:`gymkit.data.reading`).
     Raises :class:`ValidationError` (a ``ValueError``) on bad input in strict mode and
-    for structural problems in any mode; ``adjust=True`` without a ``split`` or
-    ``dividend`` column is a ``missing-column`` error.
+    for structural problems in any mode, prefixed with the file name for a path;
+    ``adjust=True`` without a ``split`` or ``dividend`` column is a ``missing-column`` error.
     """
-    frame = read_source(source)
+    try:
+        return _load(source, layout, strict, adjust, calendar_check, columns, max_bytes)
+    except ValidationError as exc:
+        if isinstance(source, str | Path):
+            raise exc.with_source(str(source)) from None
+        raise
+
+
+def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
+          calendar_check: bool, columns: Mapping[str, str] | None,
+          max_bytes: int | None) -> tuple[Panel, ValidationReport]:
+    frame, notes = normalise_columns(read_source(source, max_bytes=max_bytes), columns)
     kind = layout or detect_layout(frame)
     if kind == "wide":
         if frame.width == 0 or frame.height == 0:
             raise ValidationError("empty-panel", "no rows")
         if "date" not in frame.columns:
             raise ValidationError("missing-column", "required for wide input", column="date")
+        extra = [c for c in frame.columns if c != "date" and WIDE_SEPARATOR not in c]
+        if extra:
+            frame = frame.drop(extra)
+            notes = (*notes, f"ignored column(s) not in the schema: {extra[:12]}")
         order = _wide_date_order(frame, strict)
         clean, report = validate_long(
             wide_to_long(frame), strict=strict, calendar_check=calendar_check, require_sorted=False
@@ -225,6 +270,8 @@ def load_panel_with_report(
             )
         clean = adjust_corporate_actions(clean)
     clean = clean.drop([c for c in (*ACTION_COLUMNS, "adj_close") if c in clean.columns])
+    warned, warned_first = quality_warnings(clean)
+    report = ValidationReport(report.counts, report.first, warned, warned_first, notes)
     return panel_from_long(clean), report
 
 
@@ -235,19 +282,28 @@ def load_panel(
     strict: bool = True,
     adjust: bool = False,
     calendar_check: bool = True,
+    columns: Mapping[str, str] | None = None,
+    max_bytes: int | None = None,
 ) -> Panel:
     """Load ``source`` (path, polars or pandas frame; long or wide) into a validated :class:`Panel`.
 
     ``strict=False`` masks/drops offending data and emits one :class:`ValidationWarning`
     summarising counts per rule (use :func:`load_panel_with_report` for the report object).
+    Data-quality flags emit one :class:`DataWarning` per rule, column changes one
+    :class:`ColumnNote`; the load itself never fails on them.
     """
     panel, report = load_panel_with_report(
-        source, layout=layout, strict=strict, adjust=adjust, calendar_check=calendar_check
+        source, layout=layout, strict=strict, adjust=adjust, calendar_check=calendar_check,
+        columns=columns, max_bytes=max_bytes,
     )
     if not report.ok:
         warnings.warn(
             f"load_panel(strict=False): {report.summary()}", ValidationWarning, stacklevel=2
         )
+    for line in report.warned_first.values():
+        warnings.warn(line, DataWarning, stacklevel=2)
+    if report.notes:
+        warnings.warn("; ".join(report.notes), ColumnNote, stacklevel=2)
     return panel
 
 

@@ -43,3 +43,98 @@ class Split:
 
 #: The default environment's split (DESIGN §2): 3,304 train sessions, 252 holdout sessions.
 DEFAULT_SPLIT = Split("2012-06-29", "2025-08-20", "2025-08-21", "2026-08-21")
+
+
+#: Sessions the derived rule holds out at the end of a user's market (one trading year).
+HOLDOUT_SESSIONS = 252
+#: The four keys of a split, in order.
+SPLIT_KEYS: tuple[str, ...] = ("train_start", "train_end", "holdout_start", "holdout_end")
+#: Prefix of the note an environment carries when its split was derived or completed.
+SPLIT_NOTE = "split adapted to the panel"
+
+
+def _as_day(key: str, value: object) -> np.datetime64:
+    try:
+        day = np.datetime64(str(value).strip(), "D")
+    except ValueError:
+        day = np.datetime64("NaT")
+    if np.isnat(day):
+        raise ValueError(f"split {key} = {str(value)[:40]!r} is not a date (expected YYYY-MM-DD)")
+    return day
+
+
+def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
+                  min_train: int = 0,
+                  holdout_sessions: int = HOLDOUT_SESSIONS) -> tuple[Split, str]:
+    """Complete ``partial`` (any subset of :data:`SPLIT_KEYS`) on the session ``dates``.
+
+    The rule (the same for every command and the Python API): ``holdout_end`` defaults to
+    the last session, ``train_start`` to the first; ``holdout_start`` to the session after a
+    given ``train_end``, else to the first of the last ``holdout_sessions`` sessions up to
+    ``holdout_end``; ``train_end`` to the session before ``holdout_start``.  Returns the
+    split and a one-line note (starting with :data:`SPLIT_NOTE`) naming both windows.
+    Raises ``ValueError`` (one line) for unknown keys, bad dates, a holdout with no session
+    of the panel, or fewer than ``min_train`` train sessions.
+    """
+    given = dict(partial or {})
+    bad = sorted(set(given) - set(SPLIT_KEYS))
+    if bad:
+        raise ValueError(f"unknown split key(s) {bad}; expected some of {list(SPLIT_KEYS)}")
+    d = np.unique(np.asarray(dates).astype("datetime64[D]"))
+    if d.size == 0:
+        raise ValueError("cannot resolve a split on a panel with no sessions")
+    day = {k: _as_day(k, v) for k, v in given.items()}
+    he = day.get("holdout_end", d[-1])
+    e = int(np.searchsorted(d, he, "right")) - 1
+    if "holdout_start" in day:
+        hs = day["holdout_start"]
+    elif "train_end" in day:
+        k = int(np.searchsorted(d, day["train_end"], "right"))
+        hs = d[k] if k < d.size else day["train_end"] + np.timedelta64(1, "D")
+    else:
+        hs = d[max(0, e - holdout_sessions + 1)] if e >= 0 else he
+    if "train_end" in day:
+        te = day["train_end"]
+    else:
+        k = int(np.searchsorted(d, hs, "left")) - 1
+        if k < 0:
+            raise ValueError(f"split leaves no train session before holdout_start {hs} "
+                             f"(the panel starts {d[0]})")
+        te = d[k]
+    ts = day.get("train_start", d[0])
+    if hs > he:
+        raise ValueError(f"split leaves the holdout empty: holdout_start {hs} is after "
+                         f"holdout_end {he} (the panel spans {d[0]}..{d[-1]})")
+    split = Split(str(ts), str(te), str(hs), str(he))
+    n_hold = int(split.holdout_mask(d).sum())
+    n_train = int(((d >= ts) & (d <= te)).sum())
+    if n_hold == 0:
+        raise ValueError(f"split leaves the holdout empty: no session of the panel "
+                         f"({d[0]}..{d[-1]}) lies in {hs}..{he}")
+    if n_train < min_train:
+        raise ValueError(f"split leaves {n_train} train sessions ({ts}..{te}); the train window "
+                         f"needs at least {min_train} (burn-in, CPCV blocks and the 2-day horizon)")
+    how = (f"completed from {', '.join(k for k in SPLIT_KEYS if k in given)}" if given else
+           f"no split given; rule: the last {holdout_sessions} sessions are the holdout, the "
+           "train window everything before")
+    note = (f"{SPLIT_NOTE} ({how}): train {ts}..{te} ({n_train} sessions), "
+            f"holdout {hs}..{he} ({n_hold} sessions)")
+    return split, note
+
+
+def check_split(split: Split, dates: np.ndarray, *, min_train: int = 0) -> None:
+    """Raise ``ValueError`` (one line) when ``split`` leaves the holdout of ``dates`` empty or
+    fewer than ``min_train`` train sessions."""
+    d = np.asarray(dates).astype("datetime64[D]")
+    n_hold = int(split.holdout_mask(d).sum())
+    lo, hi = np.datetime64(split.train_start, "D"), np.datetime64(split.train_end, "D")
+    n_train = int(((d >= lo) & (d <= hi)).sum())
+    span = f"{d[0]}..{d[-1]}" if d.size else "no sessions"
+    if n_hold == 0:
+        raise ValueError(f"split leaves the holdout empty: no session of the panel ({span}) lies "
+                         f"in {split.holdout_start}..{split.holdout_end}; give a split inside the "
+                         "panel or none (the last 252 sessions become the holdout)")
+    if n_train < min_train:
+        raise ValueError(f"split leaves {n_train} train sessions ({split.train_start}.."
+                         f"{split.train_end}); the train window needs at least {min_train} "
+                         "(burn-in, CPCV blocks and the 2-day horizon)")

@@ -57,12 +57,31 @@ RULES: dict[str, tuple[bool, str]] = {
 }
 
 
+#: Longest value (ticker, text cell, column name) quoted whole in a message.
+MAX_VALUE_CHARS = 40
+#: Offending rows a strict error lists per rule (then the count).
+MAX_LISTED_ROWS = 20
+
+
+def clip(text: object, limit: int = MAX_VALUE_CHARS) -> str:
+    """``str(text)`` cut to ``limit`` characters, marked with the count of those left out."""
+    s = str(text)
+    return s if len(s) <= limit else f"{s[:limit]}...(+{len(s) - limit} chars)"
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.10g}"
     if isinstance(v, str):
-        return repr(v)
-    return str(v)
+        return repr(clip(v))
+    return clip(v)
+
+
+def list_columns(columns: list[str], limit: int = 12) -> str:
+    """A column list for a message: the first ``limit`` names (each clipped), then the count."""
+    shown = [clip(c) for c in columns[:limit]]
+    more = f" ... ({len(columns)} columns)" if len(columns) > limit else ""
+    return f"{shown}{more}"
 
 
 class ValidationError(ValueError):
@@ -79,10 +98,20 @@ class ValidationError(ValueError):
     ) -> None:
         self.rule, self.detail = rule, detail
         self.ticker, self.date, self.column = ticker, date, column
-        where = " ".join(x for x in (ticker, date) if x)
+        self.source: str | None = None
+        self.rows: list[str] = []  # a strict row error: every listed row, "TICKER DATE: detail"
+        where = " ".join(clip(x) for x in (ticker, date) if x)
         if not where:
-            where = f"column {column!r}" if column else "panel"
+            where = f"column {clip(column)!r}" if column else "panel"
         super().__init__(f"[{rule}] {where}: {detail}")
+
+    def with_source(self, source: str) -> ValidationError:
+        """The same error, its message prefixed with ``source`` (the file it came from)."""
+        err = ValidationError(self.rule, self.detail, ticker=self.ticker, date=self.date,
+                              column=self.column)
+        err.source, err.rows = source, self.rows
+        err.args = (f"{clip(source, 200)}: {self.args[0]}",)
+        return err
 
 
 @dataclass(frozen=True)
@@ -96,6 +125,20 @@ class ValidationReport:
 
     counts: dict[str, int] = field(default_factory=dict)
     first: dict[str, str] = field(default_factory=dict)
+    #: Data-quality warnings (never errors): rule -> count, and rule -> one line listing rows.
+    warned: dict[str, int] = field(default_factory=dict)
+    warned_first: dict[str, str] = field(default_factory=dict)
+    #: What the loader did to the columns (aliases, dropped index or extra columns).
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: per rule its count and message, warnings, notes."""
+        return {"ok": self.ok, "summary": self.summary(),
+                "rules": {r: {"count": n, "first": self.first.get(r, "")}
+                          for r, n in self.counts.items()},
+                "warnings": {r: {"count": n, "rows": self.warned_first.get(r, "")}
+                             for r, n in self.warned.items()},
+                "notes": list(self.notes)}
 
     @property
     def ok(self) -> bool:
@@ -143,10 +186,25 @@ class _Checker:
         i = int(mask.arg_true()[0])
         err = self._row_error(rule, i, describe(self.df.row(i, named=True), i))
         if self.strict or RULES[rule][0]:
+            if n > 1:
+                raise self._listing(rule, err, mask, describe, n)
             raise err
         self.counts[rule] = self.counts.get(rule, 0) + n
         self.first.setdefault(rule, str(err))
         return mask
+
+    def _listing(self, rule: str, err: ValidationError, mask: pl.Series, describe: Any,
+                 n: int) -> ValidationError:
+        """``err`` extended to list the first :data:`MAX_LISTED_ROWS` rows of ``mask``."""
+        rows = [str(err).split("] ", 1)[1]]
+        for i in mask.arg_true()[1:MAX_LISTED_ROWS].to_list():
+            e = self._row_error(rule, i, describe(self.df.row(i, named=True), i))
+            rows.append(str(e).split("] ", 1)[1])
+        shown = f"{len(rows)} of {n} rows shown" if n > len(rows) else f"{n} rows"
+        out = ValidationError(rule, f"{err.detail}; " + "; ".join(rows[1:]) + f" ({shown})",
+                              ticker=err.ticker, date=err.date, column=err.column)
+        out.rows = rows
+        return out
 
     def mask_cells(
         self, rule: str, mask: pl.Series, columns: tuple[str, ...], describe: Any
@@ -247,7 +305,7 @@ def _check_order(chk: _Checker, require_sorted: bool) -> None:
         def describe(r: dict, i: int) -> str:
             prev = chk.df.row(i - 1, named=True)
             return (
-                f"row {i} comes after {prev['ticker']} {prev['date']}; "
+                f"row {i} comes after {clip(prev['ticker'])} {prev['date']}; "
                 "long input must be sorted by date, then ticker"
             )
 
@@ -414,7 +472,8 @@ def validate_long(
     for c in REQUIRED_COLUMNS:
         if c not in frame.columns:
             raise ValidationError(
-                "missing-column", f"required; got columns {frame.columns}", column=c
+                "missing-column", f"required; got columns {list_columns(frame.columns)}",
+                column=c,
             )
     for c in frame.columns:
         if c not in KNOWN_COLUMNS:

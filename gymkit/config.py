@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gymkit.data.splits import DEFAULT_SPLIT, Split
+from gymkit.data.splits import DEFAULT_SPLIT, Split, check_split, resolve_split
 from gymkit.verifiers.channels import (
     CHANNEL_NAMES,
     CHANNEL_TABLE_VERSION,
@@ -57,7 +57,10 @@ from gymkit.verifiers.windows import BURN_IN
 
 from .prompt import PROMPT_VERSION  # the template's version (gymkit/prompt.py), fingerprinted
 
-__all__ = ["ARCHIVE_SEEDS", "PROMPT_VERSION", "EnvConfig"]
+__all__ = ["ARCHIVE_SEEDS", "MIN_BLOCK_DAYS", "PROMPT_VERSION", "EnvConfig", "split_for_market"]
+
+#: Judged days per CPCV block a train window must at least hold (about a trading month).
+MIN_BLOCK_DAYS = 21
 
 #: Seed corpora the novelty archive can start from.
 ARCHIVE_SEEDS = ("alpha101", "none")
@@ -156,6 +159,14 @@ class EnvConfig:
         return Split(**self.split)
 
     @property
+    def min_train_sessions(self) -> int:
+        """Fewest train sessions this config can judge: burn-in + 2-day horizon + CPCV blocks
+        of ``max(MIN_BLOCK_DAYS, purge + embargo + 1)`` judged days each."""
+        c = self.cpcv
+        block = max(MIN_BLOCK_DAYS, int(c["purge"]) + int(c["embargo"]) + 1)
+        return self.burn_in + 2 + int(c["n_blocks"]) * block
+
+    @property
     def channel_params(self) -> ChannelParams:
         """The thresholds as a :class:`ChannelParams`."""
         return ChannelParams.from_dict(self.thresholds)
@@ -243,6 +254,29 @@ class EnvConfig:
     def load(cls, path: str | Path) -> EnvConfig:
         """Read a TOML file written by :meth:`save` (or by hand)."""
         return cls.from_toml(Path(path).read_text(encoding="utf-8"))
+
+
+def split_for_market(config: EnvConfig, dates: Any, split: dict[str, str] | None = None,
+                     *, user_market: bool = True) -> tuple[EnvConfig, str | None]:
+    """The config with its split resolved on the session ``dates``, and the note saying how.
+
+    One rule for ``make``, ``audit``, ``probe``, ``book`` and ``report``
+    (:func:`gymkit.data.splits.resolve_split`): a given (possibly partial) ``split`` is
+    completed on ``dates``; with none, a user market whose config still carries the
+    registry's default split gets the derived split (last 252 sessions held out); any
+    other split is kept and checked.  Raises ``ValueError`` (one line) when the result has
+    an empty holdout or too short a train window.  The note is None when the split is
+    unchanged (e.g. the derived split of the default market is its registry split).
+    """
+    if split is None and not (user_market and config.split == _default_split()):
+        check_split(config.split_obj, dates, min_train=config.min_train_sessions)
+        return config, None
+    resolved, note = resolve_split(dates, split, min_train=config.min_train_sessions)
+    full = {k: getattr(resolved, k) for k in ("train_start", "train_end", "holdout_start",
+                                              "holdout_end")}
+    if full == config.split:
+        return config, None
+    return dataclasses.replace(config, split=full), note
 
 
 def _toml_key(k: str) -> str:

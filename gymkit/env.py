@@ -81,12 +81,21 @@ def _stress_worlds(config: EnvConfig, train: Panel) -> tuple[tuple, str, str]:
     return worlds, digest, ""
 
 
-def resolve_market(config: EnvConfig, market: Panel | None) -> Panel:
-    """The panel an environment runs on: ``market`` if given, else what ``config.market`` names."""
+def resolve_market(config: EnvConfig, market: object | None) -> Panel:
+    """The panel an environment runs on: ``market`` if given, else what ``config.market`` names.
+
+    ``market`` may be a :class:`Panel` or a pandas/polars frame (read by ``load_panel``,
+    strict); anything else is a ``TypeError`` pointing at ``gymkit.data.load_panel``.
+    """
     if market is not None:
-        if not isinstance(market, Panel):
-            raise TypeError(f"market must be a gymkit.data.Panel, got {type(market).__name__}")
-        return market
+        if isinstance(market, Panel):
+            return market
+        from gymkit.data.loaders import is_frame, load_panel
+
+        if is_frame(market):
+            return load_panel(market)
+        raise TypeError(f"market must be a gymkit.data.Panel or a pandas/polars DataFrame, got "
+                        f"{type(market).__name__}: read files with gymkit.data.load_panel(path)")
     if config.market == "default":
         from gymkit.data import default_market
 
@@ -102,14 +111,16 @@ class Environment:
     """A scoring environment (module doc).  Create it with :func:`gymkit.make`."""
 
     def __init__(self, config: EnvConfig, market: Panel | None = None, *,
-                 cache: EvalCache | None = DEFAULT_CACHE) -> None:
+                 cache: EvalCache | None = DEFAULT_CACHE, split_note: str | None = None) -> None:
         from gymkit import __version__
+        from gymkit.data.splits import check_split
 
         self.config = config
         self.market = resolve_market(config, market)
         self.data_fingerprint = self.market.fingerprint
         self.gymkit_version = __version__
         split = config.split_obj
+        check_split(split, self.market.dates, min_train=config.min_train_sessions)
         train = split.train(self.market)
         worlds, self.stress_digest, self._stress_problem = _stress_worlds(config, train)
         self.fingerprint = config.fingerprint(self.data_fingerprint, self.stress_digest)
@@ -121,7 +132,9 @@ class Environment:
             n for n in config.channels if worlds or CHANNELS[CHANNEL_INDEX[n]].needs != "stress_worlds")
         self.priorities = np.array([config.priorities[n] for n in self.channels], dtype=np.float64)
         self._priority_of = {n: config.priorities[n] for n in self.channels}
-        self.notes: tuple[str, ...] = tuple(self._inactive_notes())
+        self.split_note = split_note  # how the split was derived, when make() derived it
+        self.notes: tuple[str, ...] = (*((split_note,) if split_note else ()),
+                                       *self._inactive_notes())
         self.archive: NoveltyArchive = seeded_archive(
             self.setup, config.archive["seed"], config.archive["capacity"], self.n_days,
             self.data_fingerprint, self.fingerprint)

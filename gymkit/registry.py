@@ -17,10 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gymkit.data.panel import Panel
-
-from .config import EnvConfig
-from .env import Environment
+from .config import EnvConfig, split_for_market
+from .env import Environment, resolve_market
 
 __all__ = ["ENVIRONMENTS", "list_envs", "make"]
 
@@ -47,16 +45,24 @@ def _config_of(env_id: str | EnvConfig | Path) -> EnvConfig:
                      "(or pass an EnvConfig or a .toml path)")
 
 
-def make(env_id: str | EnvConfig | Path = "us46-default", *, market: Panel | None = None,
+def make(env_id: str | EnvConfig | Path = "us46-default", *, market: Any = None,
          **overrides: Any) -> Environment:
     """Build the environment ``env_id`` (a registry name, an EnvConfig or a .toml path).
 
-    ``market``: run on this panel instead of the configured market.  ``overrides``: config
-    fields to change (unknown names raise ``ValueError``).
+    ``market``: run on this panel instead of the configured market (a :class:`Panel`, or a
+    pandas/polars frame, long or wide, read by :func:`gymkit.data.load_panel`).
+    ``overrides``: config fields to change (unknown names raise ``ValueError``); a
+    ``split`` override may be partial and is completed on the market by the one split rule
+    (:func:`gymkit.config.split_for_market`): with no split, a user market holds out its
+    last 252 sessions and the environment's notes say so.
     """
     config = _config_of(env_id)
+    split = overrides.pop("split", None)
     if market is not None and "market" not in overrides:
         overrides["market"] = "user"
     if overrides:
         config = config.replace(**overrides)
-    return Environment(config, market)
+    panel = resolve_market(config, market)
+    config, note = split_for_market(config, panel.dates, split,
+                                    user_market=config.market != "default")
+    return Environment(config, panel, split_note=note)

@@ -10,10 +10,11 @@ cached on the target.
 Markets are named by a :class:`MarketSpec` so that worker processes (the determinism check)
 can rebuild the identical panel from source instead of receiving a pickled copy.
 
-Split adaptation: when the configured split leaves no holdout session on the panel (the real
-2012–2021 panel under the default 2012–2026 split), the holdout becomes the panel's last
-``min(252, T // 5)`` sessions and the train window everything before; the target records a
-note saying so.  Every check then runs on that adapted configuration.
+Split: resolved exactly as ``gymkit.make`` does (:func:`gymkit.config.split_for_market`): on a
+user market with no split given (the real 2012–2021 panel under the default 2012–2026 split),
+the holdout becomes the panel's last 252 sessions and the train window everything before; a
+partial ``split`` is completed by the same rule; the target records the note.  Every check
+then runs on that configuration.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 
 from gymkit.config import EnvConfig
 from gymkit.data.panel import BASE_FIELDS, OPTIONAL_FIELDS, Panel
+from gymkit.data.splits import SPLIT_NOTE
 
 __all__ = ["AuditTarget", "MarketSpec", "build_target", "load_answers", "load_market"]
 
@@ -101,19 +103,12 @@ def _market_spec(market: str | Panel | None, config: EnvConfig) -> MarketSpec:
     return MarketSpec("path", str(market))
 
 
-def _adapted_split(config: EnvConfig, panel: Panel) -> tuple[EnvConfig, str | None]:
-    split = config.split_obj
-    n_hold = int(split.holdout_mask(panel.dates).sum())
-    n_train = split.train(panel).T
-    if n_hold > 0 and n_train >= config.burn_in + 60:
-        return config, None
-    h = min(252, panel.T // 5)
-    d = [str(x) for x in panel.dates]
-    new = {"train_start": d[0], "train_end": d[-h - 1], "holdout_start": d[-h],
-           "holdout_end": d[-1]}
-    note = (f"split adapted to the panel (the configured split leaves {n_hold} holdout and "
-            f"{n_train} train sessions): train {d[0]}..{d[-h - 1]}, holdout {d[-h]}..{d[-1]}")
-    return config.replace(split=new), note
+def _adapted_split(config: EnvConfig, panel: Panel,
+                   split: dict[str, str] | None = None) -> tuple[EnvConfig, str | None]:
+    """The split rule of ``gymkit.make`` (:func:`gymkit.config.split_for_market`)."""
+    from gymkit.config import split_for_market
+
+    return split_for_market(config, panel.dates, split, user_market=config.market != "default")
 
 
 def load_answers(path: str | Path) -> list[list[str]]:
@@ -185,7 +180,8 @@ class AuditTarget:
             from .holdout import TrainPathSpy
 
             with TrainPathSpy() as spy:
-                self._env = Environment(self.config, self.market)
+                self._env = Environment(self.config, self.market, split_note=next(
+                    (n for n in self.notes if n.startswith(SPLIT_NOTE)), None))
             self.spy_log.extend(spy.log)
         return self._env
 
@@ -227,13 +223,15 @@ def holdout_digest(market: Panel, config: EnvConfig) -> str:
 
 def build_target(env: str | None = "us46-default", *, config: str | Path | EnvConfig | None = None,
                  market: str | Panel | None = None,
-                 answers: str | Path | list[list[str]] | None = None) -> AuditTarget:
+                 answers: str | Path | list[list[str]] | None = None,
+                 split: dict[str, str] | None = None) -> AuditTarget:
     """Resolve the CLI options into an :class:`AuditTarget` (module doc).
 
     ``env``: a registered environment id (ignored when ``config`` is given); ``config``: a
     TOML path or an :class:`EnvConfig`; ``market``: 'default', 'real', a panel file or a
     :class:`Panel` (default: what the configuration names); ``answers``: a file
-    (:func:`load_answers`) or groups of completions.
+    (:func:`load_answers`) or groups of completions; ``split``: a (partial) split, completed
+    on the market as ``gymkit.make`` completes it.
     """
     from gymkit.registry import ENVIRONMENTS, list_envs
 
@@ -250,7 +248,7 @@ def build_target(env: str | None = "us46-default", *, config: str | Path | EnvCo
     panel = market if isinstance(market, Panel) else load_market(spec)
     if market is not None and not (spec.kind == "default" and cfg.market == "default"):
         cfg = cfg.replace(market="user")  # as gymkit.make(..., market=panel) does
-    cfg, note = _adapted_split(cfg, panel)
+    cfg, note = _adapted_split(cfg, panel, split)
     groups = (load_answers(answers) if isinstance(answers, str | Path) else
               None if answers is None else [list(g) for g in answers])
     return AuditTarget(cfg, panel, spec, groups, [note] if note else [])

@@ -142,7 +142,7 @@ def test_csv_with_bad_text_is_reported_not_dropped(long_frame, tmp_path):
         load_panel(path)
     assert (
         str(info.value)
-        == f"[non-numeric] {row['ticker']} {row['date']}: low = 'n/a?' is not a number"
+        == f"{path}: [non-numeric] {row['ticker']} {row['date']}: low = 'n/a?' is not a number"
     )
 
 

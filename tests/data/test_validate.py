@@ -64,7 +64,8 @@ CASES = [
     ),
     (
         pl.concat([BASE, BASE[3:4]]),
-        "[duplicate-row] BBB 2014-06-10: (date, ticker) appears 2 times",
+        "[duplicate-row] BBB 2014-06-10: (date, ticker) appears 2 times; "
+        "BBB 2014-06-10: (date, ticker) appears 2 times (2 rows)",
     ),
     (
         BASE[[0, 2, 1, 3]],
@@ -73,16 +74,19 @@ CASES = [
     ),
     (
         BASE.with_columns(pl.Series("date", ["2014-06-07"] * 2 + ["2014-06-10"] * 2)),
-        "[non-session] AAA 2014-06-07: not an NYSE session",
+        "[non-session] AAA 2014-06-07: not an NYSE session; "
+        "BBB 2014-06-07: not an NYSE session (2 rows)",
     ),
     (
         BASE.with_columns(pl.Series("date", ["2014-07-04"] * 2 + ["2031-01-02"] * 2)),
-        "[non-session] AAA 2014-07-04: not an NYSE session",
+        "[non-session] AAA 2014-07-04: not an NYSE session; BBB 2014-07-04: not an NYSE "
+        "session; AAA 2031-01-02: outside the supported NYSE calendar 2000-01-03..2030-12-31; "
+        "BBB 2031-01-02: outside the supported NYSE calendar 2000-01-03..2030-12-31 (4 rows)",
     ),
     (
-        BASE.with_columns(foo=pl.lit(1)),
-        "[unknown-column] column 'foo': not in the schema (date, ticker, open, high, low, close, "
-        "volume, cap, split, dividend, adj_close, sector, industry)",
+        pl.DataFrame({"date": ["2014-06-09"], "opn:AAA": [1.0]}),
+        "[unknown-column] column 'opn:AAA': wide columns must be 'field:TICKER' with field in "
+        "(open, high, low, close, volume, cap, split, dividend, adj_close, sector, industry)",
     ),
     (
         BASE.drop("volume"),
@@ -147,14 +151,16 @@ def test_every_rule_has_a_case():
 def test_error_attributes_name_ticker_and_date():
     err = _error(_set(BASE, "close", 2, -1.0))
     assert (err.rule, err.ticker, err.date) == ("non-positive-price", "AAA", "2014-06-10")
-    err = _error(BASE.with_columns(foo=pl.lit(1)))
-    assert (err.rule, err.ticker, err.date, err.column) == ("unknown-column", None, None, "foo")
+    err = _error(pl.DataFrame({"date": ["2014-06-09"], "foo:AAA": [1.0]}))
+    assert (err.rule, err.ticker, err.date, err.column) == ("unknown-column", None, None,
+                                                            "foo:AAA")
 
 
 def test_out_of_calendar_dates_are_named():
     frame = BASE.with_columns(pl.Series("date", ["1999-06-07"] * 2 + ["2014-06-10"] * 2))
     assert str(_error(frame)) == (
-        "[non-session] AAA 1999-06-07: outside the supported NYSE calendar 2000-01-03..2030-12-31"
+        "[non-session] AAA 1999-06-07: outside the supported NYSE calendar 2000-01-03..2030-12-31;"
+        " BBB 1999-06-07: outside the supported NYSE calendar 2000-01-03..2030-12-31 (2 rows)"
     )
 
 
@@ -222,7 +228,7 @@ def test_strict_false_warns_once_and_clean_input_does_not():
 
 def test_structural_rules_raise_even_when_not_strict():
     with pytest.raises(ValidationError, match=r"^\[unknown-column\]"):
-        load_panel(BASE.with_columns(foo=pl.lit(1)), strict=False)
+        load_panel(pl.DataFrame({"date": ["2014-06-09"], "opn:AAA": [1.0]}), strict=False)
     with pytest.raises(ValidationError, match=r"^\[too-few-tickers\]"):
         load_panel(BASE.filter(pl.col("ticker") == "AAA"), strict=False)
 
@@ -287,7 +293,8 @@ def test_datetime_dates_must_be_midnight():
 def test_non_finite_reports_earliest_row_over_all_columns_and_counts_rows():
     frame = _set(_set(BASE, "volume", 2, float("inf")), "open", 3, float("-inf"))
     frame = _set(frame, "close", 2, float("inf"))
-    assert str(_error(frame)) == "[non-finite] AAA 2014-06-10: close = inf is not finite"
+    assert str(_error(frame)) == ("[non-finite] AAA 2014-06-10: close = inf is not finite; "
+                                  "BBB 2014-06-10: open = -inf is not finite (2 rows)")
     panel, report = load_panel_with_report(frame, strict=False)
     assert report.counts == {"non-finite": 2}
     assert np.isnan([panel.close[1, 0], panel.volume[1, 0], panel.open[1, 1]]).all()

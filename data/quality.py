@@ -1,0 +1,69 @@
+"""Data-quality warnings of a validated long frame: flaws that are legal data but likely wrong.
+
+Never errors, in any mode: each is counted per rule with one line listing the first rows
+(``TICKER DATE: detail``), in :class:`~gymkit.data.validate.ValidationReport`'s ``warned``.
+
+``unadjusted-split``  one stock's overnight move open(t)/close(t-1) − 1 beyond ±40 % of the
+                      market's (median) move, on a day that move is within ±5 % (a split or reverse
+                      split the vendor did not adjust: load with ``adjust=True`` and a
+                      ``split`` column, or use adjusted prices);
+``zero-volume``       a session with prices and volume 0 (a halt or a vendor gap);
+``missing-open``      a session with a close but no open (the book fills at the open).
+
+Linear in the number of rows (polars window expressions).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from gymkit.data.validate import MAX_LISTED_ROWS, _fmt
+
+#: Overnight move of one stock beyond which a split is suspected.
+SPLIT_JUMP = 0.40
+#: ... when the market's median overnight move stays within this.
+MARKET_CALM = 0.05
+
+#: warning rule -> what it flags.
+WARNINGS: dict[str, str] = {
+    "unadjusted-split": "one stock's overnight move beyond ±40% with no market move",
+    "zero-volume": "a session with prices and volume 0",
+    "missing-open": "a session with a close but no open",
+}
+
+
+def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:
+    parts = [f"{r['ticker']} {r['date']}: {describe(r)}"  # type: ignore[operator]
+             for r in rows.head(MAX_LISTED_ROWS).iter_rows(named=True)]
+    shown = f"{len(parts)} of {n} rows shown" if n > len(parts) else f"{n} row{'s' * (n > 1)}"
+    return "; ".join(parts) + f" ({shown})"
+
+
+def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str]]:
+    """(counts, listings) of the rules of :data:`WARNINGS` on a clean long frame.
+
+    ``frame`` is sorted by (date, ticker) with Float64 price columns (``validate_long``'s
+    output, after any corporate-action adjustment).
+    """
+    counts: dict[str, int] = {}
+    lines: dict[str, str] = {}
+    prev = pl.col("close").shift(1).over("ticker", order_by="date")
+    df = frame.with_columns((pl.coalesce("open", "close") / prev - 1.0).alias("_gap"),
+                            prev.alias("_prev"))
+    df = df.with_columns(pl.col("_gap").median().over("date").alias("_mkt"))
+    jumps = df.filter(((pl.col("_gap") - pl.col("_mkt")).abs() > SPLIT_JUMP)
+                      & (pl.col("_mkt").abs() <= MARKET_CALM))
+    checks = [
+        ("unadjusted-split", jumps, lambda r: (
+            f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} ({r['_gap']:+.0%}, market "
+            f"{r['_mkt']:+.1%})")),
+        ("zero-volume", df.filter((pl.col("volume") == 0.0) & pl.col("close").is_not_null()),
+         lambda r: f"volume 0 with close {_fmt(r['close'])}"),
+        ("missing-open", df.filter(pl.col("open").is_null() & pl.col("close").is_not_null()),
+         lambda r: f"no open, close {_fmt(r['close'])}"),
+    ]
+    for rule, hits, describe in checks:
+        if hits.height:
+            counts[rule] = hits.height
+            lines[rule] = f"[{rule}] " + _listing(hits, describe, hits.height)
+    return counts, lines

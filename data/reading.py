@@ -1,0 +1,126 @@
+"""Read a panel file into a polars frame of text columns, or fail in one line naming the file.
+
+Every malformed file gives one ``ValueError`` line ``FILE: [line N: ]what`` (never a raw
+polars error, a panic or a multi-line message): an empty file, a ragged row (line and field
+counts), bytes that are not UTF-8 (line and offset), a corrupt gzip stream, an unreadable
+Parquet file.  Size is capped before parsing: a file (or a gzip stream, decompressed
+incrementally) larger than ``max_bytes`` is refused, so a gzip bomb costs at most the cap.
+The cap is :data:`DEFAULT_MAX_BYTES` unless ``max_bytes`` or ``$GYMKIT_MAX_PANEL_BYTES`` says
+otherwise.  CSV cells are read as text (the validator casts and names bad numbers).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import zlib
+from pathlib import Path
+
+import polars as pl
+
+from gymkit.data.validate import clip
+
+#: Largest (decompressed) panel file read by default: 1 GiB.
+DEFAULT_MAX_BYTES = 1 << 30
+_ENV_CAP = "GYMKIT_MAX_PANEL_BYTES"
+_CHUNK = 1 << 22
+
+
+def max_bytes_limit(max_bytes: int | None = None) -> int:
+    """The size cap: ``max_bytes``, else ``$GYMKIT_MAX_PANEL_BYTES``, else the default."""
+    if max_bytes is not None:
+        return int(max_bytes)
+    raw = os.environ.get(_ENV_CAP, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"${_ENV_CAP} = {clip(raw)!r} is not a number of bytes") from None
+
+
+def _too_big(p: Path, cap: int, what: str) -> ValueError:
+    return ValueError(f"{p}: {what} more than {cap:,} bytes, the panel size limit (raise it "
+                      f"with max_bytes= or ${_ENV_CAP})")
+
+
+def _read_bytes(p: Path, cap: int) -> bytes:
+    if p.name.lower().endswith(".gz"):
+        out = bytearray()
+        try:
+            with gzip.open(p, "rb") as fh:
+                while chunk := fh.read(_CHUNK):
+                    out += chunk
+                    if len(out) > cap:
+                        raise _too_big(p, cap, "decompresses to")
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValueError(f"{p}: not a readable gzip file ({clip(exc, 120)})") from None
+        return bytes(out)
+    if p.stat().st_size > cap:
+        raise _too_big(p, cap, "is")
+    return p.read_bytes()
+
+
+def _first_ragged(p: Path, text: str) -> ValueError | None:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        return None
+    for row in reader:
+        if row and len(row) != len(header):
+            return ValueError(f"{p}: line {reader.line_num}: {len(row)} fields, the header has "
+                              f"{len(header)}")
+    return None
+
+
+def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
+    """Read a ``.csv`` / ``.csv.gz`` file as a frame of String columns (module doc)."""
+    cap = max_bytes_limit(max_bytes)
+    data = _read_bytes(p, cap)
+    if not data.strip():
+        raise ValueError(f"{p}: empty file (no header, no rows)")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{p}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                         f"offset {exc.start}); save the file as UTF-8") from None
+    try:
+        return pl.read_csv(io.BytesIO(data), infer_schema=False)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # polars errors and pyo3 panics (not Exception subclasses)
+        ragged = _first_ragged(p, data.decode("utf-8"))
+        if ragged is not None:
+            raise ragged from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{p}: not a readable CSV file ({clip(first, 160)})") from None
+
+
+def read_parquet_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
+    """Read a Parquet file; its file size and declared uncompressed size are capped."""
+    cap = max_bytes_limit(max_bytes)
+    if p.stat().st_size > cap:
+        raise _too_big(p, cap, "is")
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(p).metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    except ImportError:  # pragma: no cover - pyarrow ships with the test extras
+        size = 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        raise ValueError(f"{p}: not a readable Parquet file ({clip(exc, 160)})") from None
+    if size > cap:
+        raise _too_big(p, cap, "decompresses to")
+    try:
+        return pl.read_parquet(p)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{p}: not a readable Parquet file ({clip(first, 160)})") from None

@@ -1,0 +1,92 @@
+"""The one split rule: derived on a user market, completed from a partial split, the same in
+``make`` and ``audit``; too-short train or empty holdout is a one-line error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gymkit
+from gymkit.audit.target import build_target
+from gymkit.config import EnvConfig, split_for_market
+from gymkit.data import DEFAULT_SPLIT, default_market
+from gymkit.data.splits import SPLIT_NOTE, resolve_split
+
+MARKET = default_market()
+LATE = MARKET.take_rows(slice(1000, None))  # a "user" market: 2016-.. 2026, not the default
+
+
+def test_derived_split_on_the_default_market_is_its_registry_split() -> None:
+    split, note = resolve_split(MARKET.dates, None, min_train=380)
+    assert split == DEFAULT_SPLIT and note.startswith(SPLIT_NOTE)
+
+
+def test_make_on_a_user_market_derives_the_split_and_says_so() -> None:
+    short = MARKET.take_rows(slice(0, 2000))  # ends 2020: the default holdout is not on it
+    env = gymkit.make("us46-default", market=short, archive={"seed": "none"})
+    d = [str(x) for x in short.dates]
+    assert env.config.split == {"train_start": d[0], "train_end": d[-253],
+                                "holdout_start": d[-252], "holdout_end": d[-1]}
+    assert env.notes[0] == (
+        f"{SPLIT_NOTE} (no split given; rule: the last 252 sessions are the holdout, the train "
+        f"window everything before): train {d[0]}..{d[-253]} (1748 sessions), holdout "
+        f"{d[-252]}..{d[-1]} (252 sessions)")
+    card = env.score("<alpha>rank(-ts_sum(returns, 5))</alpha>")
+    assert card.notes[0] == env.notes[0] and card.valid
+    other = gymkit.make("us46-default", market=short, archive={"seed": "none"},
+                        split={"train_end": d[-300]})
+    assert other.fingerprint != env.fingerprint  # the split is in the environment fingerprint
+
+
+@pytest.mark.parametrize(("split", "message"), [
+    ({"train_end": "2013-01-01"}, "split leaves 126 train sessions (2012-06-29..2013-01-01); the "
+     "train window needs at least 380 (burn-in, CPCV blocks and the 2-day horizon)"),
+    ({"holdout_start": "2027-01-05"}, "split leaves the holdout empty: holdout_start 2027-01-05 is "
+     "after holdout_end 2026-08-21 (the panel spans 2012-06-29..2026-08-21)"),
+    ({"train_end": "2019-13-01"}, "split train_end = '2019-13-01' is not a date (expected "
+     "YYYY-MM-DD)"),
+    ({"test_end": "2019-01-01"}, "unknown split key(s) ['test_end']; expected some of "
+     "['train_start', 'train_end', 'holdout_start', 'holdout_end']"),
+])
+def test_bad_splits_are_one_line_errors(split: dict, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        gymkit.make("us46-default", split=split, archive={"seed": "none"})
+    assert str(info.value) == message
+
+
+def test_an_explicit_split_off_the_panel_is_refused() -> None:
+    cfg = EnvConfig(split={"train_start": "2012-06-29", "train_end": "2030-01-01",
+                           "holdout_start": "2030-01-02", "holdout_end": "2030-12-31"})
+    with pytest.raises(ValueError, match=r"^split leaves the holdout empty: no session of the "
+                                         r"panel \(2012-06-29..2026-08-21\)"):
+        gymkit.make(cfg)
+
+
+_DAY = st.integers(min_value=0, max_value=LATE.T - 1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(keys=st.sets(st.sampled_from(["train_start", "train_end", "holdout_start",
+                                     "holdout_end"])), days=st.lists(_DAY, min_size=4,
+                                                                     max_size=4))
+def test_partial_splits_resolve_the_same_in_make_and_audit(keys: set, days: list) -> None:
+    """Property: any partial split resolves to the same dates (or the same error) through
+    the rule, ``split_for_market`` (make), and the audit target's resolution."""
+    days = sorted(days)
+    partial = {k: str(LATE.dates[days[i]]) for i, k in enumerate(
+        ["train_start", "train_end", "holdout_start", "holdout_end"]) if k in keys}
+    cfg = EnvConfig(market="user", archive={"seed": "none"})
+    try:
+        made, _ = split_for_market(cfg, LATE.dates, partial)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as info:
+            build_target(config=cfg, market=LATE, split=partial)
+        assert str(info.value) == str(exc)
+        return
+    target = build_target(config=cfg, market=LATE, split=partial)
+    assert target.config.split == made.split
+    hold = made.split_obj.holdout_mask(LATE.dates)
+    assert hold.any() and made.split_obj.train(LATE).T >= cfg.min_train_sessions
+    assert np.all(LATE.dates[hold] > np.datetime64(made.split["train_end"]))

@@ -67,20 +67,40 @@ class InternalResult:
                 "reward": None, "channels": {}}
 
 
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for a mapping, else ``obj.name`` (message objects of pydantic/dataclass kind)."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):  # content parts: {"type": "text", "text": ...} or objects
+        return "".join(str(_field(p, "text", "") or "") for p in content
+                       if _field(p, "type", "text") in ("text", "output_text"))
+    return str(content)
+
+
 def completion_text(completion: Any) -> str:
-    """Text of a completion: a string, or a chat message list (the last message's content)."""
+    """Text of a completion: a string, one message, or a message list (the last message's content).
+
+    Messages may be dicts or objects with a ``content`` attribute (verifiers and OpenAI hand
+    pydantic message objects); content may be a string or a list of text parts.  Never the
+    Python repr of a message.
+    """
+    if completion is None:
+        return ""
     if isinstance(completion, str):
         return completion
-    if isinstance(completion, dict):
-        return str(completion.get("content", ""))
-    if isinstance(completion, Sequence) and completion:
-        last = completion[-1]
-        if isinstance(last, dict):
-            content = last.get("content", "")
-            if isinstance(content, list):  # content blocks
-                return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-            return str(content)
-    return "" if completion is None else str(completion)
+    if isinstance(completion, dict) or hasattr(completion, "content"):
+        return _content_text(_field(completion, "content"))
+    if isinstance(completion, Sequence):
+        return completion_text(completion[-1]) if len(completion) else ""
+    return str(completion)
 
 
 @lru_cache(maxsize=4)

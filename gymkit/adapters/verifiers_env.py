@@ -1,46 +1,61 @@
 """Adapter for the ``verifiers`` RL-environments library (an optional extra; not gymkit.verifiers).
 
-:func:`load_environment` returns ``verifiers.SingleTurnEnv`` (checked against verifiers 0.2.x,
-the last line with the ``SingleTurnEnv``/``XMLParser``/``Rubric`` API; 0.3 moved it under
-``verifiers.legacy`` and 0.4 replaced it) with
+:func:`load_environment` is the environment module's entry point under verifiers' loading
+convention: ``vf-eval gymkit.adapters.verifiers_env`` and prime-rl's
+``verifiers.load_environment("gymkit.adapters.verifiers_env", **env_args)`` import this module
+and call it.  The installed verifiers release chooses the API:
 
-* a dataset of the split's briefs: ``prompt`` (chat messages from gymkit/prompt.py), ``answer``
-  (empty: there is no reference answer), ``info`` = ``{"brief_id": ...}`` — no private data;
-* ``parser = XMLParser(["alpha"])`` (the answer contract's tag);
-* ``rubric = Rubric(funcs=[one per active channel], weights=[its priority])`` plus two
-  monitoring functions of weight 0: ``gymkit_valid`` (1/0) and ``gymkit_internal`` (1 when
-  scoring raised).  The rubric's weighted sum is the card's scalar reward before the R10 cap.
+* **verifiers 0.2.x** (legacy): a ``verifiers.SingleTurnEnv`` over a dataset of the split's
+  briefs — ``prompt`` (chat messages from gymkit/prompt.py), ``answer`` (empty: there is no
+  reference answer), ``info = {"brief_id": ...}`` and no ``task`` column (0.2 routes by
+  ``info['env_id']`` and rejects plain-string task routes) — with ``XMLParser(["alpha"])`` and a
+  ``Rubric`` of ``gymkit_reward`` (weight 1: the card's scalar reward, passed through) plus
+  weight-0 monitors, one per active channel (raw value), ``gymkit_valid`` (1/0) and
+  ``gymkit_internal`` (1 when scoring raised).  A rollout's ``reward`` is therefore exactly
+  ``card.reward``.
+* **verifiers >= 0.3** (the ``verifiers.v1`` Taskset/Task API of 0.4): see
+  :mod:`gymkit.adapters.verifiers_v1` (``GymkitTaskset`` yielding one ``GymkitTask`` per brief,
+  reward ``gymkit`` = ``card.reward``, metrics per channel).
 
-Each rollout is scored as a group of one through the shared memo (the K functions of one
-rollout score it once); R2 (group PBO) is therefore 0 here.  verifiers needs a float from
-every function: an invalid answer gives its card's values (gate penalties on R1/R6, 0
-elsewhere), an internal error 0.0 on every channel with ``gymkit_internal = 1``.
+Each rollout is scored as a group of one through the shared memo (the K functions of one rollout
+score it once); R2 (group PBO) is therefore 0 here.  Completions are read from message dicts
+and message objects alike (:func:`gymkit.adapters.common.completion_text`), never their repr.
+An internal error gives 0.0 on every function with ``gymkit_internal = 1``.
 """
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
+from gymkit.adapters.common import brief_text_of, completion_text, get_env, score_group_safe
+from gymkit.adapters.datasets import brief_rows
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 
-from .common import completion_text, get_env, score_group_safe
-from .datasets import brief_rows
+__all__ = ["VerifiersChannel", "load_environment", "verifiers_api"]
 
-__all__ = ["VerifiersChannel", "load_environment"]
+
+def verifiers_api() -> str:
+    """``'legacy'`` for an installed verifiers 0.2.x, ``'v1'`` for >= 0.3 (ImportError if absent)."""
+    parts = version("verifiers").split(".")
+    major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    return "legacy" if (major, minor) < (0, 3) else "v1"
 
 
 class VerifiersChannel:
-    """A verifiers reward function ``f(completion, info, **kwargs) -> float`` for one channel."""
+    """A verifiers 0.2 reward function ``f(completion, info, **kwargs) -> float`` (module doc).
+
+    ``channel``: ``'reward'`` (the card's scalar), an active channel name, ``'valid'`` or
+    ``'internal'``.
+    """
 
     def __init__(self, env_id: str, channel: str) -> None:
         self.env_id = env_id
         self.channel = channel
         self.__name__ = f"gymkit_{channel}"
 
-    def __call__(self, completion: Any, info: Any = None, **kwargs: Any) -> float:
-        """The channel value of this rollout's answer (module doc); never raises."""
-        from .common import brief_text_of
-
+    def __call__(self, completion: Any = None, info: Any = None, **kwargs: Any) -> float:
+        """The value of this rollout's answer (module doc); never raises."""
         brief_id = info.get("brief_id") if isinstance(info, dict) else None
         try:
             env = get_env(self.env_id)
@@ -54,26 +69,37 @@ class VerifiersChannel:
             return 0.0
         if self.channel == "valid":
             return 1.0 if res.valid else 0.0
+        if self.channel == "reward":
+            return float(res.reward)
         return float(res.channels[self.channel])
 
 
-def load_environment(env_id: str = "us46-default", split: str = "train",
-                     n_briefs: int = DEFAULT_N, brief_seed: int = DEFAULT_SEED,
-                     **kwargs: Any) -> Any:
-    """Build the ``verifiers.SingleTurnEnv`` of ``env_id`` over the briefs of ``split``."""
+def _legacy(env_id: str, split: str, n_briefs: int, brief_seed: int, **kwargs: Any) -> Any:
     from datasets import Dataset
 
     import verifiers as vf
 
     env = get_env(env_id)
     briefs = split_briefs(generate_briefs(n_briefs, brief_seed), split)
-    rows = [{"prompt": r["prompt"], "answer": "", "info": {"brief_id": r["brief_id"]},
-             "task": "gymkit"} for r in brief_rows(briefs, env)]
-    funcs = [VerifiersChannel(env_id, c) for c in env.channels]
-    weights = [float(env.config.priorities[c]) for c in env.channels]
-    funcs += [VerifiersChannel(env_id, "valid"), VerifiersChannel(env_id, "internal")]
-    weights += [0.0, 0.0]
+    rows = [{"prompt": r["prompt"], "answer": "", "info": {"brief_id": r["brief_id"]}}
+            for r in brief_rows(briefs, env)]
+    names = ["reward", *env.channels, "valid", "internal"]
+    funcs = [VerifiersChannel(env_id, c) for c in names]
+    weights = [1.0] + [0.0] * (len(names) - 1)
     parser = vf.XMLParser(["alpha"])
     rubric = vf.Rubric(funcs=funcs, weights=weights, parser=parser)
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), parser=parser, rubric=rubric,
                             **kwargs)
+
+
+def load_environment(env_id: str = "us46-default", split: str = "train",
+                     n_briefs: int = DEFAULT_N, brief_seed: int = DEFAULT_SEED,
+                     **kwargs: Any) -> Any:
+    """The verifiers environment of ``env_id`` over the briefs of ``split`` (module doc)."""
+    if split not in ("train", "holdout", "probe"):
+        raise ValueError(f"split must be 'train', 'holdout' or 'probe', got {split!r}")
+    if verifiers_api() == "legacy":
+        return _legacy(env_id, split, n_briefs, brief_seed, **kwargs)
+    from gymkit.adapters.verifiers_v1 import load_v1_environment
+
+    return load_v1_environment(env_id, split, n_briefs, brief_seed, **kwargs)

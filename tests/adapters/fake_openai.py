@@ -1,0 +1,61 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 that answers with canned completions.
+
+It serves ``POST .../chat/completions`` (a ``chat.completion`` object whose one choice is the
+next canned answer, in request order, cycling) so a trainer library's own client and rollout
+code run unchanged; every request body is kept in ``requests``.  Bounded: it serves only this
+process's test requests and stops with :meth:`close`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeOpenAI:
+    """Start the server; ``url`` is its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+
+    def __init__(self, answers: Sequence[str]) -> None:
+        self.answers = list(answers)
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                n = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(n) or b"{}")
+                with fake._lock:
+                    i = len(fake.requests)
+                    fake.requests.append((self.path, body))
+                    text = fake.answers[i % len(fake.answers)]
+                if not self.path.endswith("/chat/completions"):
+                    self.send_error(404)
+                    return
+                out = {"id": f"cmpl-{i}", "object": "chat.completion", "created": 0,
+                       "model": body.get("model", "fake"),
+                       "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                    "message": {"role": "assistant", "content": text}}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                data = json.dumps(out).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self._server.shutdown()
+        self._server.server_close()

@@ -12,8 +12,10 @@ without an explicit brief one is drawn from the split with the seeded ``self.np_
 Spaces: ``gymnasium.spaces.Text`` for both; the charset holds every character of the prompts
 and briefs (ASCII printable plus the few non-ASCII characters the briefs use).
 
-Registered as ``gymkit/us46-default-v0`` when this module is imported with gymnasium present:
-``gymnasium.make("gymkit.adapters.gymnasium_env:gymkit/us46-default-v0")`` imports it first.
+Registered as ``gymkit/us46-default-v0`` (:mod:`gymkit.adapters.gym_registration`): through the
+``gymnasium.envs`` entry point on gymnasium 0.26-0.29 (``gymnasium.make("gymkit/us46-default-v0")``
+with no import), and on import of this module, so on gymnasium >= 1.0 (no plugin loader)
+``gymnasium.make("gymkit.adapters.gymnasium_env:gymkit/us46-default-v0")`` works.
 """
 
 from __future__ import annotations
@@ -24,14 +26,12 @@ from typing import Any, ClassVar
 import gymnasium
 from gymnasium import spaces
 
+from gymkit.adapters.common import get_env, score_group_safe
+from gymkit.adapters.gym_registration import ENV_IDS, register_envs
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, MECHANISMS, generate_briefs, split_briefs
-
-from .common import get_env, score_group_safe
 
 __all__ = ["ENV_IDS", "GymkitEnv", "register_envs"]
 
-#: Gymnasium id -> gymkit environment id.
-ENV_IDS = {"gymkit/us46-default-v0": "us46-default"}
 MAX_PROMPT = 8192
 MAX_ANSWER = 8192
 
@@ -101,14 +101,6 @@ class GymkitEnv(gymnasium.Env):
         info = {"card": res, "valid": res.valid, "channels": dict(res.channels),
                 "error": None if res.error is None else res.error.code, "brief_id": self._brief_id}
         return self._obs, float(res.reward), True, False, info
-
-
-def register_envs() -> None:
-    """Register :data:`ENV_IDS` with gymnasium (idempotent)."""
-    for gym_id, env_id in ENV_IDS.items():
-        if gym_id not in gymnasium.registry:
-            gymnasium.register(id=gym_id, entry_point="gymkit.adapters.gymnasium_env:GymkitEnv",
-                               kwargs={"env_id": env_id})
 
 
 register_envs()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 import pytest
 
 gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is an optional extra")
@@ -39,6 +42,42 @@ def test_invalid_and_internal_are_distinct(genv, env, monkeypatch) -> None:
     genv.reset(seed=0)
     _, r, *_, info = genv.step(GROUP[0])
     assert info["error"] == "internal" and r == 0.0
+
+
+def test_make_in_a_fresh_process_without_importing_gymkit() -> None:
+    """The entry point is installed; gymnasium.make finds the env from a bare interpreter.
+
+    gymnasium 0.26-0.29 load ``gymnasium.envs`` entry points on import, so the plain id works;
+    gymnasium >= 1.0 dropped that loader, so there the module-qualified id is the way (the plain
+    id is NamespaceNotFound until gymkit.adapters.gymnasium_env is imported).
+    """
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import json, sys
+        from importlib.metadata import entry_points
+        import gymnasium
+        eps = [e.value for e in entry_points(group="gymnasium.envs") if e.name == "gymkit"]
+        major = int(gymnasium.__version__.split(".")[0])
+        gym_id = "gymkit/us46-default-v0"
+        plain_before = gym_id in gymnasium.registry
+        env = gymnasium.make(gym_id if major < 1 else "gymkit.adapters.gymnasium_env:" + gym_id)
+        obs, info = env.reset(seed=0)
+        _, reward, terminated, _, step = env.step("<alpha>rank(ts_std(volume, 8))</alpha>")
+        print(json.dumps({"eps": eps, "major": major, "plain_before": plain_before,
+                          "brief": info["brief"], "reward": reward, "valid": step["valid"]}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True, cwd="/")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["eps"] == ["gymkit.adapters.gym_registration:register_envs"]
+    assert got["plain_before"] == (got["major"] < 1)  # registered by the plugin loader on 0.x
+    from gymkit.adapters.common import get_env
+
+    card = get_env("us46-default").score_group(["<alpha>rank(ts_std(volume, 8))</alpha>"],
+                                               brief=got["brief"])[0]
+    assert got["valid"] and got["reward"] == card.reward
 
 
 def test_env_checker_passes(env) -> None:

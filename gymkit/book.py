@@ -8,8 +8,8 @@ Input: answer rows (``gymkit probe`` format; checkpoints pooled).  Valid answers
   |corr| ≥ 0.5 with any member; equal weight over the members.
 
 Each book is reported on ``window`` ('train': the judged train days with training costs;
-'holdout': the holdout year with the realistic costs — the probe's once-only rule applies to
-checkpoint selection, a book on the holdout is a report): compounded return, annualised
+'holdout': the holdout year with the realistic costs, a look recorded in the holdout ledger
+and refused a second time, as for ``probe --holdout``): compounded return, annualised
 Sharpe, beta and correlation to the equal-weight market, max drawdown, down days (market
 below −1.5%: count, mean market, mean book), the effective number of bets of the members'
 P&L, and the member count.
@@ -54,8 +54,13 @@ def book_stats(book: np.ndarray, market: np.ndarray, members: np.ndarray) -> dic
 
 
 def book_report(env: Any, completions: Sequence[str], window: str = "train",
-                max_corr: float = 0.5, min_turnover: float = 0.02) -> dict[str, Any]:
-    """Both books of the valid ``completions`` on ``window`` (module doc)."""
+                max_corr: float = 0.5, min_turnover: float = 0.02, *, force: bool = False,
+                ledger: Any = None) -> dict[str, Any]:
+    """Both books of the valid ``completions`` on ``window`` (module doc).
+
+    ``window='holdout'`` first claims the look in the holdout ledger (:mod:`gymkit.holdout`):
+    a second look at the same environment and formula set raises
+    :class:`~gymkit.holdout.HoldoutRefused` unless ``force``; the report records the look."""
     from gymkit.verifiers.portfolio import correlation_capped_selection, equal_weight_book
 
     from .probe import holdout_backtest
@@ -74,11 +79,17 @@ def book_report(env: Any, completions: Sequence[str], window: str = "train",
         pnl = train_pnl
         market = _train_market(env)
     else:
+        from .holdout import claim_holdout
+
+        look = claim_holdout(env, [c.canonical for c in cards], command="gymkit book --window "
+                             "holdout", force=force, ledger=ledger)
         bts = [holdout_backtest(env, c.formula) for c in cards]
         pnl = np.stack([bt.net for bt in bts], axis=1)
         market = bts[0].market
     out: dict[str, Any] = {"window": window, "n_valid": len(cards), "n_answers": len(completions),
                            "equal_weight": book_stats(equal_weight_book(pnl), market, pnl)}
+    if window == "holdout":
+        out["holdout_look"] = {"number": look.number, "forced": look.forced}
     if chosen:
         sub = pnl[:, chosen]
         out["correlation_capped"] = book_stats(equal_weight_book(sub), market, sub)
@@ -103,21 +114,32 @@ def configure_cli(p: Any) -> None:
                    help="window to report the books on (default: train)")
     p.add_argument("--max-corr", type=float, default=0.5, help="selector's P&L correlation cap")
     p.add_argument("--env", default="us46-default", help="environment id")
+    from .market_args import add_market_args
+    from .probe import add_holdout_args
+
+    add_holdout_args(p)
+    add_market_args(p)
 
 
 def run_book_cli(args: Any) -> int:
     """Handler of ``gymkit book``: prints the report as JSON."""
     import json
+    import sys
 
-    import gymkit
     from gymkit.card import json_safe
 
+    from .holdout import default_ledger_path
+    from .market_args import make_env
     from .probe import alpha101_answers, read_answers
 
     if bool(args.answers) == bool(args.corpus):
         raise ValueError("give exactly one of --answers FILE or --corpus alpha101")
     rows = read_answers(args.answers) if args.answers else alpha101_answers()
-    env = gymkit.make(args.env)
-    rep = book_report(env, [r["completion"] for r in rows], args.window, args.max_corr)
+    env = make_env(args)
+    rep = book_report(env, [r["completion"] for r in rows], args.window, args.max_corr,
+                      force=args.force_holdout, ledger=args.ledger)
+    if rep.get("holdout_look", {}).get("forced"):
+        print(f"holdout: FORCED look #{rep['holdout_look']['number']} (--force-holdout), "
+              f"recorded in {args.ledger or default_ledger_path()}", file=sys.stderr)
     print(json.dumps(json_safe(rep), indent=2, sort_keys=True))
     return 0

@@ -132,6 +132,7 @@ class CheckpointRow:
     book_return: float | None = None
     book_sharpe: float | None = None
     answers: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    look: Any = field(default=None, repr=False)  # the holdout ledger's look (gymkit.holdout)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (per-answer details included)."""
@@ -142,21 +143,35 @@ class CheckpointRow:
             "holdout_positive", "book_return", "book_sharpe", "answers")})
 
 
-def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False) -> list[CheckpointRow]:
-    """Score each checkpoint's answers on the train window, and on the holdout when asked."""
+def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
+          force: bool = False, ledger: Any = None, command: str = "gymkit probe --holdout"
+          ) -> list[CheckpointRow]:
+    """Score each checkpoint's answers on the train window, and on the holdout when asked.
+
+    ``holdout=True`` first claims the look in the holdout ledger (:mod:`gymkit.holdout`,
+    keyed by the environment and the valid formulas of every checkpoint): a second look
+    raises :class:`~gymkit.holdout.HoldoutRefused` unless ``force``.
+    """
     from gymkit.verifiers.metrics import sharpe
     from gymkit.verifiers.portfolio import equal_weight_book
 
     by_ck: dict[str, list[str]] = {}
     for a in answers:
         by_ck.setdefault(str(a.get("checkpoint", "0")), []).append(a["completion"])
+    scored = {ck: [env.score(c) for c in comps] for ck, comps in by_ck.items()}
+    look = None
+    if holdout:
+        from .holdout import claim_holdout
+
+        forms = [c.canonical for cs in scored.values() for c in cs if c.valid]
+        if forms:
+            look = claim_holdout(env, forms, command=command, force=force, ledger=ledger)
     rows = []
-    for ck, comps in by_ck.items():
-        cards = [env.score(c) for c in comps]
+    for ck, cards in scored.items():
         valid = [c for c in cards if c.valid]
         fams = {family_of(c.canonical) for c in valid if c.canonical}
         train = float(np.mean([c.channels["cpcv"] for c in valid])) if valid else float("nan")
-        row = CheckpointRow(ck, len(cards), len(valid), len(fams), train)
+        row = CheckpointRow(ck, len(cards), len(valid), len(fams), train, look=look)
         row.answers = [{"formula": c.formula, "valid": c.valid,
                         "error": None if c.error is None else c.error.code,
                         "train_cpcv": c.channels.get("cpcv"),
@@ -215,9 +230,13 @@ def check_holdout_unused(answers_sha: str, out_dir: str | Path) -> None:
                                  f"(ledger {ledger}): the holdout is scored once")
 
 
-def write_holdout_once(result: dict[str, Any], answers_sha: str, out_dir: str | Path) -> Path:
-    """Write the holdout result under ``out_dir`` once per answers file; record it in the ledger."""
-    check_holdout_unused(answers_sha, out_dir)
+def write_holdout_once(result: dict[str, Any], answers_sha: str, out_dir: str | Path,
+                       force: bool = False) -> Path:
+    """Write the holdout result under ``out_dir`` once per answers file; record it in the ledger.
+
+    ``force`` (a forced look, already recorded in the holdout ledger) overwrites the file."""
+    if not force:
+        check_holdout_unused(answers_sha, out_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ledger = out / "holdout-ledger.jsonl"
@@ -240,11 +259,26 @@ def configure_cli(p: Any) -> None:
     p.add_argument("--out", default="probe-results", help="folder for the holdout result and ledger")
     p.add_argument("--env", default="us46-default", help="environment id")
     p.add_argument("--json", action="store_true", help="print rows as JSON instead of the table")
+    add_holdout_args(p)
+    from .market_args import add_market_args
+
+    add_market_args(p)
+
+
+def add_holdout_args(p: Any) -> None:
+    """``--force-holdout`` and ``--ledger`` (the holdout ledger, :mod:`gymkit.holdout`)."""
+    p.add_argument("--force-holdout", action="store_true",
+                   help="look at the holdout again although the ledger has a look (printed and "
+                        "recorded)")
+    p.add_argument("--ledger", default=None, metavar="FILE",
+                   help="holdout ledger (default $GYMKIT_HOLDOUT_LEDGER or "
+                        "~/.cache/gymkit/holdout-ledger.sqlite)")
 
 
 def run_probe_cli(args: Any) -> int:
     """Handler of ``gymkit probe``."""
-    import gymkit
+    from .holdout import HoldoutLedger, forced_line
+    from .market_args import make_env
 
     if bool(args.answers) == bool(args.corpus):
         raise ValueError("give exactly one of --answers FILE or --corpus alpha101")
@@ -253,14 +287,18 @@ def run_probe_cli(args: Any) -> int:
     else:
         answers = alpha101_answers()
         sha = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
+    env = make_env(args)
+    with HoldoutLedger(args.ledger) as ledger:
+        rows = probe(env, answers, holdout=args.holdout, force=args.force_holdout,
+                     ledger=ledger)
     if args.holdout:
-        check_holdout_unused(sha, args.out)  # before looking at the holdout at all
-    env = gymkit.make(args.env)
-    rows = probe(env, answers, holdout=args.holdout)
-    if args.holdout:
+        look = next((r.look for r in rows if r.look is not None), None)
+        forced = look is not None and look.forced
+        if forced:
+            print(forced_line(look, ledger.path))
         result = {"answers_sha256": sha, "env_fingerprint": env.fingerprint,
-                  "rows": [r.to_dict() for r in rows]}
-        path = write_holdout_once(result, sha, args.out)
+                  "forced_holdout": forced, "rows": [r.to_dict() for r in rows]}
+        path = write_holdout_once(result, sha, args.out, force=args.force_holdout)
         print(f"holdout result written once to {path}")
     if args.json:
         for r in rows:

@@ -104,14 +104,17 @@ def configure_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
     p.add_argument("--json", action="store_true", help="one JSON card per line instead of the table")
     p.add_argument("--timings", action="store_true", help="with --json: include per-phase timings")
+    from .market_args import add_market_args
+
+    add_market_args(p)
 
 
 def run_score(args: argparse.Namespace) -> int:
     """``gymkit score``."""
-    import gymkit
+    from .market_args import make_env
 
     texts = _answers(args)
-    env = gymkit.make(args.env)
+    env = make_env(args)
     cards = env.score_group(texts) if len(texts) > 1 else [env.score(texts[0])]
     if args.json:
         for c in cards:
@@ -138,6 +141,9 @@ def configure_env(p: argparse.ArgumentParser) -> None:
                         description="one environment's configuration")
     sp.add_argument("env_id", help="a registered id or a .toml path")
     sp.add_argument("--toml", action="store_true", help="print the configuration as TOML")
+    from .market_args import add_market_args
+
+    add_market_args(sp)
 
 
 def env_summary(config: Any) -> str:
@@ -182,5 +188,9 @@ def run_env(args: argparse.Namespace) -> int:
         cfg = EnvConfig.load(args.env_id)
     else:
         raise ValueError(f"unknown environment {args.env_id!r}; registered: {list_envs()}")
+    if args.market is not None or args.split is not None:  # the split this market would get
+        from .market_args import make_env
+
+        cfg = make_env(args, args.env_id, archive={"seed": "none"}).config
     print(cfg.to_toml() if args.toml else env_summary(cfg), end="\n" if not args.toml else "")
     return 0

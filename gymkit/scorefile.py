@@ -246,8 +246,10 @@ def _batches(records: Sequence[Record]) -> Iterator[list[Record]]:
 def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
                field: str = "completion", id_field: str = "id", group_field: str | None = None,
                timings: bool = False, restart: bool = False, progress: bool = True,
-               stream: TextIO | None = None) -> dict[str, int]:
-    """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid}."""
+               stream: TextIO | None = None, env: Any = None) -> dict[str, int]:
+    """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid}.
+
+    ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``."""
     import gymkit
 
     out_p = Path(out)
@@ -263,7 +265,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
             p.unlink(missing_ok=True)
     old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
     done = {str(r["id"]) for r in old_rows} | _repair_jsonl(partial)
-    env = gymkit.make(env_id)
+    env = gymkit.make(env_id) if env is None else env
     todo = [r for r in records if r.id not in done]
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
     scored = valid = 0
@@ -312,12 +314,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from .market_args import add_market_args
+
+    add_market_args(p)
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """``gymkit score-file``: score, then print one summary line on stderr."""
+    from .market_args import make_env
+
     t0 = time.perf_counter()
-    c = score_file(args.input, args.out, env_id=args.env, field=args.field, id_field=args.id_field,
+    env = make_env(args) if args.market is not None or args.split is not None else None
+    c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
                    group_field=args.group_field, timings=args.timings, restart=args.restart,
                    progress=not args.no_progress)
     dt = time.perf_counter() - t0

@@ -52,18 +52,20 @@ def configure_cli(p: Any) -> None:
     p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
     p.add_argument("--out", default=None, help="output file (JSONL default: standard output)")
     p.add_argument("--env", default="us46-default", help="environment id")
+    from .market_args import add_market_args
+
+    add_market_args(p)
 
 
 def run_export_cli(args: Any) -> int:
     """Handler of ``gymkit export-sft``."""
     import json
 
-    import gymkit
-
     from .adapters.datasets import write_jsonl, write_parquet
+    from .market_args import make_env
     from .probe import read_answers
 
-    env = gymkit.make(args.env)
+    env = make_env(args)
     rows = export_rows(env, read_answers(args.answers), args.threshold)
     if args.format == "parquet":
         if not args.out:

@@ -26,6 +26,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checks", default=None, help="comma-separated subset of the checks (--list)")
     p.add_argument("--list", action="store_true", help="list the checks and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
+    from gymkit.market_args import add_market_args
+
+    add_market_args(p, market=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,9 +46,14 @@ def run(args: argparse.Namespace) -> int:
         unknown = [n for n in names if n not in CHECK_NAMES]
         if unknown:
             raise ValueError(f"unknown audit check(s) {unknown}; known: {list(CHECK_NAMES)}")
+    from gymkit.market_args import parse_split, read_market
+
     t0 = time.perf_counter()
-    target = build_target(args.env or "us46-default", config=args.config, market=args.market,
-                          answers=args.answers)
+    market = args.market
+    if market not in (None, "default", "real") and (args.lenient or args.columns or args.adjust):
+        market = read_market(args, market)  # the options need the loader; a panel travels
+    target = build_target(args.env or "us46-default", config=args.config, market=market,
+                          answers=args.answers, split=parse_split(args.split))
     print("\n".join(header_lines(target)) + "\n", flush=True)
     results = run_checks(target, names,
                          progress=lambda r: print(checklist_line(r, args.verbose), flush=True))

@@ -21,8 +21,16 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "'formula' (optional 'label'), or one answer per line")
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
     p.add_argument("--out", metavar="DIR", required=True, help="output folder (index.html is written there)")
+    p.add_argument("--holdout", action="store_true",
+                   help="also show the holdout: one look per environment and formula set, "
+                        "recorded in the holdout ledger (default: train figures only)")
     p.add_argument("--no-holdout", action="store_true",
-                   help="leave the holdout out (use while a run is still being selected)")
+                   help="train figures only (the default; kept for older scripts)")
+    from gymkit.market_args import add_market_args
+    from gymkit.probe import add_holdout_args
+
+    add_holdout_args(p)
+    add_market_args(p)
     p.add_argument("--no-timestamp", action="store_true",
                    help="omit the 'generated at' line: identical inputs give identical bytes")
 
@@ -34,6 +42,18 @@ def generated_line() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _claim(env: object, texts: list[str], args: argparse.Namespace) -> None:
+    """Claim the report's holdout look in the ledger (gymkit.holdout); print a forced look."""
+    from gymkit.holdout import claim_holdout, forced_line
+    from gymkit.report.analysis import as_completion
+
+    forms = [c.canonical for c in (env.score(as_completion(t)) for t in texts) if c.valid]
+    look = claim_holdout(env, forms, command="gymkit report --holdout",
+                         force=args.force_holdout, ledger=args.ledger)
+    if look.forced:
+        print(forced_line(look, args.ledger))
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the tear sheet; print its path.  Exit 2 when neither or both inputs are given."""
     if (args.formula is None) == (args.answers is None):
@@ -43,17 +63,23 @@ def run(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the CLI never opens a window
-    import gymkit
+    from gymkit.market_args import make_env
     from gymkit.report.api import answers_report, formula_report, read_answers
 
     stamp = None if args.no_timestamp else generated_line()
-    env = gymkit.make(args.env)
+    env = make_env(args)
+    holdout = (args.holdout or args.force_holdout) and not args.no_holdout
     if args.answers is not None:
         labels, texts = read_answers(args.answers)
-        path = answers_report(env, texts, args.out, labels=labels, holdout=not args.no_holdout,
+    else:
+        labels, texts = None, [args.formula]
+    if holdout:
+        _claim(env, texts, args)
+    if args.answers is not None:
+        path = answers_report(env, texts, args.out, labels=labels, holdout=holdout,
                               generated_at=stamp)
     else:
-        path = formula_report(env, args.formula, args.out, holdout=not args.no_holdout,
+        path = formula_report(env, args.formula, args.out, holdout=holdout,
                               generated_at=stamp)
     print(f"tear sheet: {path.resolve()}")
     return 0

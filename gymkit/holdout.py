@@ -1,0 +1,192 @@
+"""Holdout once, everywhere: one ledger of holdout looks (SQLite, standard library, WAL mode).
+
+A *look* is any computation that shows holdout figures: ``gymkit probe --holdout``,
+``gymkit book --window holdout``, ``gymkit report --holdout`` and :func:`score_holdout`
+(the Python holdout API).  Each is keyed by the environment fingerprint (config, split,
+market data, versions) and the *formula set*: the sha256 of the sorted, de-duplicated
+canonical forms of the valid formulas looked at (so reordering answers, changing brief ids
+or checkpoint labels, or asking another command does not buy a second look).
+
+The first look for a key is recorded and allowed; a later one is refused with one line
+(:class:`HoldoutRefused`, a ``ValueError``: CLI exit 1) unless ``force=True``
+(``--force-holdout``), which is allowed, recorded with ``forced = 1`` and printed by the
+command.  The claim is written *before* any holdout number is computed, inside one
+``BEGIN IMMEDIATE`` transaction, so two processes racing for the same key cannot both get a
+first look.
+
+Ledger file: ``$GYMKIT_HOLDOUT_LEDGER``, else ``$XDG_CACHE_HOME/gymkit/holdout-ledger.sqlite``
+(``~/.cache/...``); ``--ledger PATH`` on the commands.  Table ``looks``: id, created_utc,
+env_fingerprint, formula_set, n_formulas, command, forced, result_sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LEDGER_ENV", "HoldoutLedger", "HoldoutRefused", "Look", "claim_holdout",
+           "default_ledger_path", "formula_set_digest", "score_holdout"]
+
+#: Environment variable naming the ledger file.
+LEDGER_ENV = "GYMKIT_HOLDOUT_LEDGER"
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS looks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_utc TEXT NOT NULL,
+    env_fingerprint TEXT NOT NULL,
+    formula_set TEXT NOT NULL,
+    n_formulas INTEGER NOT NULL,
+    command TEXT NOT NULL,
+    forced INTEGER NOT NULL,
+    result_sha256 TEXT
+);
+CREATE INDEX IF NOT EXISTS looks_key ON looks (env_fingerprint, formula_set);"""
+
+
+class HoldoutRefused(ValueError):
+    """A second holdout look without ``force``: one line naming the first look and the ledger."""
+
+
+@dataclass(frozen=True)
+class Look:
+    """One recorded holdout look."""
+
+    id: int
+    created_utc: str
+    env_fingerprint: str
+    formula_set: str
+    n_formulas: int
+    command: str
+    forced: bool
+    number: int  # 1 for the first look of its key, 2 for the next (forced) one, ...
+
+
+def default_ledger_path() -> Path:
+    """``$GYMKIT_HOLDOUT_LEDGER``, else the user cache dir's ``gymkit/holdout-ledger.sqlite``."""
+    env = os.environ.get(LEDGER_ENV, "").strip()
+    if env:
+        return Path(env)
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(cache) / "gymkit" / "holdout-ledger.sqlite"
+
+
+def formula_set_digest(canonicals: Iterable[str]) -> tuple[str, int]:
+    """(sha256 hex, count) of the sorted, de-duplicated canonical forms."""
+    forms = sorted({c for c in canonicals if c})
+    return hashlib.sha256("\n".join(forms).encode()).hexdigest(), len(forms)
+
+
+class HoldoutLedger:
+    """The ledger file (module doc); cheap to open, one connection per instance."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_ledger_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(f"holdout ledger {self.path}: cannot open ({exc})") from None
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> HoldoutLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def looks(self, env_fingerprint: str, formula_set: str) -> list[Look]:
+        """Every look recorded for this key, oldest first."""
+        rows = self._db.execute(
+            "SELECT id, created_utc, env_fingerprint, formula_set, n_formulas, command, forced "
+            "FROM looks WHERE env_fingerprint = ? AND formula_set = ? ORDER BY id",
+            (env_fingerprint, formula_set)).fetchall()
+        return [Look(*r[:6], bool(r[6]), k) for k, r in enumerate(rows, 1)]
+
+    def claim(self, env_fingerprint: str, formula_set: str, *, n_formulas: int, command: str,
+              force: bool = False) -> Look:
+        """Record a look and return it; :class:`HoldoutRefused` when one exists and not ``force``."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            prior = self.looks(env_fingerprint, formula_set)
+            if prior and not force:
+                first = prior[0]
+                raise HoldoutRefused(
+                    f"the holdout was already scored for this environment ({env_fingerprint[:12]}) "
+                    f"and formula set ({formula_set[:12]}, {n_formulas} formulas) by "
+                    f"'{first.command}' at {first.created_utc} (ledger {self.path}): the holdout "
+                    "is scored once; --force-holdout looks again and is recorded")
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            cur = db.execute(
+                "INSERT INTO looks (created_utc, env_fingerprint, formula_set, n_formulas, "
+                "command, forced, result_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (now, env_fingerprint, formula_set, n_formulas, command, int(bool(prior))))
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return Look(int(cur.lastrowid or 0), now, env_fingerprint, formula_set, n_formulas,
+                    command, bool(prior), len(prior) + 1)
+
+    def record_result(self, look: Look, result_sha256: str) -> None:
+        """Attach the sha256 of what the look produced."""
+        self._db.execute("UPDATE looks SET result_sha256 = ? WHERE id = ?",
+                         (result_sha256, look.id))
+
+
+def claim_holdout(env: Any, canonicals: Sequence[str], *, command: str, force: bool = False,
+                  ledger: str | Path | HoldoutLedger | None = None) -> Look:
+    """Claim the holdout look of ``canonicals`` on ``env`` (module doc); returns the look."""
+    digest, n = formula_set_digest(canonicals)
+    if n == 0:
+        raise ValueError("no valid formula: there is no holdout to score")
+    if isinstance(ledger, HoldoutLedger):
+        return ledger.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
+    with HoldoutLedger(ledger) as db:
+        return db.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
+
+
+def forced_line(look: Look, ledger: str | Path | None = None) -> str:
+    """The line a command prints for a forced look."""
+    where = ledger or default_ledger_path()
+    return (f"holdout: FORCED look #{look.number} at this environment and formula set "
+            f"(--force-holdout), recorded in {where}")
+
+
+def score_holdout(env: Any, completions: Sequence[str], *, force: bool = False,
+                  ledger: str | Path | None = None, command: str = "gymkit.holdout.score_holdout"
+                  ) -> dict[str, Any]:
+    """The Python holdout API: each valid answer's holdout score, once per formula set.
+
+    Scores ``completions`` on the train window, claims the look of their valid canonical
+    forms, then backtests each on the holdout with the realistic costs.  Returns
+    ``{"look": n, "forced": bool, "answers": [{formula, canonical, holdout_score,
+    holdout_sharpe, holdout_return, holdout_turnover}]}``; invalid answers are skipped.
+    """
+    import numpy as np
+
+    from .probe import holdout_backtest, holdout_score
+
+    cards = [c for c in (env.score(x) for x in completions) if c.valid]
+    look = claim_holdout(env, [c.canonical for c in cards], command=command, force=force,
+                         ledger=ledger)
+    out = []
+    for c in cards:
+        bt = holdout_backtest(env, c.formula)
+        out.append({"formula": c.formula, "canonical": c.canonical,
+                    "holdout_score": holdout_score(bt), "holdout_sharpe": bt.metrics.sharpe,
+                    "holdout_return": float(np.prod(1.0 + bt.net) - 1.0),
+                    "holdout_turnover": bt.metrics.turnover})
+    return {"look": look.number, "forced": look.forced, "answers": out}

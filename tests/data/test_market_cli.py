@@ -1,0 +1,99 @@
+"""The market-reading CLI as a user types it: ``gymkit market [clean]``, ``--market``,
+``--lenient``, ``--columns`` and ``--split`` on the commands that read a market."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gymkit.cli import main
+from gymkit.data import default_market, load_panel
+
+M = default_market()
+DAYS = 700  # 2012-06-29 .. 2015-04: 448 train sessions + 252 holdout
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def vendor(tmp_path_factory):
+    """A vendor-style CSV (Name, Date, capitalised OHLCV, Adj Close, an extra column) with
+    flaws: two rows with high below close, one duplicated row."""
+    rows = []
+    for t in range(DAYS):
+        for j in range(8):
+            rows.append({"Date": str(M.dates[t]), "Name": M.tickers[j], "Open": M.open[t, j],
+                         "High": M.high[t, j], "Low": M.low[t, j], "Close": M.close[t, j],
+                         "Volume": M.volume[t, j], "Adj Close": M.close[t, j], "Src": "x"})
+    df = pd.DataFrame(rows)
+    clean = tmp_path_factory.mktemp("m") / "clean.csv"
+    df.to_csv(clean, index=False)
+    df.loc[[10, 20], "High"] = df.loc[[10, 20], "Close"] * 0.5
+    df = pd.concat([df.iloc[:31], df.iloc[30:31], df.iloc[31:]])
+    flawed = clean.with_name("flawed.csv")
+    df.to_csv(flawed, index=False)
+    return clean, flawed
+
+
+def test_market_on_a_malformed_file_exits_1_with_one_line(tmp_path, capsys) -> None:
+    (tmp_path / "empty.csv").write_bytes(b"")
+    rc, out, err = cli(capsys, "market", str(tmp_path / "empty.csv"))
+    assert rc == 1 and out == ""
+    assert err == f"gymkit market: error: {tmp_path / 'empty.csv'}: empty file (no header, no rows)\n"
+
+
+def test_market_summary_shows_the_derived_split(vendor, capsys) -> None:
+    clean, _ = vendor
+    rc, out, err = cli(capsys, "market", str(clean))
+    d = M.dates
+    assert rc == 0
+    assert (f"  split        train 448 sessions {d[0]}..{d[447]}, holdout 252 sessions "
+            f"{d[448]}..{d[699]}") in out
+    assert "recognised 'Date' as date, 'Name' as ticker" in err and "['Src']" in err
+
+
+def test_strict_then_lenient_then_clean(vendor, tmp_path, capsys) -> None:
+    _, flawed = vendor
+    rc, _, err = cli(capsys, "score", "rank(-returns)", "--market", str(flawed))
+    assert rc == 1 and err.startswith(f"gymkit score: error: {flawed}: [duplicate-row] ")
+    rc, out, err = cli(capsys, "score", "rank(-returns)", "--market", str(flawed), "--lenient",
+                       "--json")
+    assert rc == 0 and "--lenient: 2 rule(s) fired: duplicate-row=2, high-below-open-close=2" in err
+    card = json.loads(out)
+    assert card["valid"] and card["notes"][0].startswith("split adapted to the panel")
+    out_pq = tmp_path / "fixed.parquet"
+    rc, out, _ = cli(capsys, "market", "clean", str(flawed), str(out_pq))
+    assert rc == 0 and "duplicate-row" in out and "high-below-open-close" in out
+    report = json.loads(out_pq.with_name("fixed.parquet.report.json").read_text())
+    assert report["rules"]["high-below-open-close"]["count"] == 2
+    assert report["rules"]["duplicate-row"]["count"] == 2
+    assert report["panel_fingerprint"] == load_panel(out_pq).fingerprint  # strict re-read
+    rc, out2, _ = cli(capsys, "score", "rank(-returns)", "--market", str(out_pq), "--json")
+    assert rc == 0 and json.loads(out2)["reward"] == card["reward"]
+
+
+def test_columns_and_split_flags(vendor, tmp_path, capsys) -> None:
+    clean, _ = vendor
+    renamed = tmp_path / "renamed.csv"
+    df = pd.read_csv(clean).rename(columns={"Name": "Instrument", "Date": "AsOf"})
+    df.to_csv(renamed, index=False)
+    rc, _, err = cli(capsys, "score", "rank(-returns)", "--market", str(renamed))
+    assert rc == 1 and "--columns ticker=COLUMN" in err
+    rc, out, err = cli(capsys, "env", "show", "us46-default", "--market", str(renamed),
+                       "--columns", "date=AsOf,ticker=Instrument", "--split",
+                       f"train_end={M.dates[499]}", "--toml")
+    assert rc == 0
+    assert f'holdout_start = "{M.dates[500]}"' in out and f'holdout_end = "{M.dates[699]}"' in out
+    assert "completed from train_end" in err
+    rc, _, err = cli(capsys, "score", "rank(-returns)", "--market", str(renamed), "--columns",
+                     "date=AsOf,ticker=Instrument", "--split", f"train_end={M.dates[200]}")
+    assert rc == 1 and "split leaves 201 train sessions" in err
+    assert np.isfinite(load_panel(renamed, columns={"date": "AsOf", "ticker": "Instrument"})
+                       .close).any()

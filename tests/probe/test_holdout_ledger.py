@@ -1,0 +1,110 @@
+"""Holdout once, everywhere: probe, book --window holdout, report --holdout and the Python API
+share one SQLite ledger keyed by environment fingerprint and formula set."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+import gymkit
+from gymkit.cli import main
+from gymkit.holdout import HoldoutLedger, HoldoutRefused, score_holdout
+
+ANSWERS = ["<alpha>rank(-ts_sum(returns, 5))</alpha>",
+           "<alpha>rank(ts_std(volume, 20))</alpha>",
+           "<alpha>-ts_corr(rank(volume), rank(close), 10)</alpha>"]
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def answers(tmp_path):
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"checkpoint": "ck1", "completion": a}) + "\n"
+                            for a in ANSWERS))
+    return path
+
+
+def test_one_look_across_commands(tmp_path, answers, capsys) -> None:
+    ledger = str(tmp_path / "ledger.sqlite")
+    rc, out, _ = cli(capsys, "probe", "--answers", str(answers), "--holdout", "--out",
+                     str(tmp_path / "p"), "--ledger", ledger)
+    assert rc == 0 and "holdout result written once" in out
+    rc, _, err = cli(capsys, "probe", "--answers", str(answers), "--holdout", "--out",
+                     str(tmp_path / "q"), "--ledger", ledger)
+    assert rc == 1 and err.count("\n") == 1
+    assert "the holdout was already scored for this environment" in err
+    assert "by 'gymkit probe --holdout' at 20" in err and "--force-holdout" in err
+    # the same formulas in another order under another checkpoint, asked by another command
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("".join(json.dumps({"checkpoint": "other", "completion": a}) + "\n"
+                                for a in reversed(ANSWERS)))
+    rc, _, err = cli(capsys, "book", "--answers", str(shuffled), "--window", "holdout",
+                     "--ledger", ledger)
+    assert rc == 1 and "already scored" in err
+    rc, out, err = cli(capsys, "book", "--answers", str(shuffled), "--window", "holdout",
+                       "--ledger", ledger, "--force-holdout")
+    assert rc == 0 and "FORCED look #2" in err
+    assert json.loads(out)["holdout_look"] == {"number": 2, "forced": True}
+    rc, _, _ = cli(capsys, "book", "--answers", str(shuffled), "--ledger", ledger)  # train: free
+    assert rc == 0
+    db = sqlite3.connect(ledger)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("SELECT command, forced FROM looks ORDER BY id").fetchall() == [
+        ("gymkit probe --holdout", 0), ("gymkit book --window holdout", 1)]
+
+
+def test_report_shows_the_holdout_only_through_the_ledger(tmp_path, capsys) -> None:
+    ledger = str(tmp_path / "ledger.sqlite")
+    formula = "rank(-ts_sum(returns, 5))"
+    rc, _, _ = cli(capsys, "report", formula, "--out", str(tmp_path / "a"), "--no-timestamp",
+                   "--ledger", ledger)
+    assert rc == 0 and "Holdout not computed" in (tmp_path / "a" / "index.html").read_text()
+    rc, _, _ = cli(capsys, "report", formula, "--holdout", "--out", str(tmp_path / "b"),
+                   "--no-timestamp", "--ledger", ledger)
+    assert rc == 0 and "Holdout not computed" not in (tmp_path / "b" / "index.html").read_text()
+    rc, _, err = cli(capsys, "report", formula, "--holdout", "--out", str(tmp_path / "c"),
+                     "--ledger", ledger)
+    assert rc == 1 and "already scored" in err and not (tmp_path / "c").exists()
+
+
+def test_python_api_shares_the_ledger(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GYMKIT_HOLDOUT_LEDGER", str(tmp_path / "l.sqlite"))
+    env = gymkit.make("us46-default")
+    first = score_holdout(env, ANSWERS)
+    assert first["look"] == 1 and not first["forced"] and len(first["answers"]) == 3
+    with pytest.raises(HoldoutRefused, match="already scored"):
+        score_holdout(env, list(reversed(ANSWERS)))
+    again = score_holdout(env, ANSWERS, force=True)
+    assert again["forced"] and again["answers"] == first["answers"]  # bit-identical figures
+    other = gymkit.make("us46-default", split={"train_end": "2024-08-20"})
+    assert score_holdout(other, ANSWERS)["look"] == 1  # another split: another environment
+
+
+_RACE = """
+import sys
+from gymkit.holdout import HoldoutLedger, HoldoutRefused
+try:
+    with HoldoutLedger(sys.argv[1]) as db:
+        db.claim("env", "set", n_formulas=1, command="race")
+    print("ok")
+except HoldoutRefused:
+    print("refused")
+"""
+
+
+def test_racing_processes_get_one_first_look(tmp_path) -> None:
+    path = str(tmp_path / "race.sqlite")
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE, path], stdout=subprocess.PIPE,
+                              text=True, cwd=tmp_path) for _ in range(4)]
+    outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
+    assert outs == ["ok", "refused", "refused", "refused"]
+    assert len(HoldoutLedger(path).looks("env", "set")) == 1

@@ -82,14 +82,13 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     Writes ``<prefix>_world_<name>.npz`` for each kept world and ``<prefix>_worlds.json``
     (manifest, every gate figure); returns the manifest.
     """
-    import torch
 
     from gymkit.data.default import save_market
     from gymkit.verifiers.costs import TrainCosts
     from gymkit.verifiers.cpcv import CPCV
     from gymkit.verifiers.windows import BURN_IN
 
-    from . import gates
+    from . import gates, portable
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
     from .generate import WORLD_TABLE, make_world, shift_response, tile_latents, world_statistics
@@ -97,7 +96,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     from .training import prediction_losses, prepare
     from .worlds import file_sha256, world_score
 
-    torch.set_num_threads(1)
+    portable.enter()
     ck = load_checkpoint(checkpoint)
     if ck.meta["data_fingerprint"] != panel.fingerprint:
         raise ValueError("the checkpoint was trained on another train panel "
@@ -179,6 +178,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
         manifest_worlds.append(e)
     manifest = {
         "format": "gymkit-stress-worlds-v1", "train_fingerprint": panel.fingerprint,
+        "arithmetic": portable.describe(),
         "checkpoint": {"file": Path(checkpoint).name, "sha256": file_sha256(checkpoint),
                        "weights_sha256": ck.meta["weights_sha256"]},
         "seed": seed, "block_days": 63, "global_gates": global_gates, "ranking": ranking_fig,
@@ -221,7 +221,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit jepa``: ``train`` / ``worlds`` sub-actions."""
     from .worlds import SHIPPED_DIR
 
-    p.add_argument("action", choices=("train", "worlds"), help="train the JEPA or build its worlds")
+    p.add_argument("action", choices=("train", "worlds", "check"),
+                   help="train the JEPA, build its worlds, or check that the shipped manifest's "
+                        "figures and worlds regenerate bit for bit")
     p.add_argument("--market", default=None, help="panel file (default: the embedded market)")
     p.add_argument("--checkpoint", default=str(SHIPPED_DIR / SHIPPED_CHECKPOINT),
                    help="checkpoint to write (train) or read (worlds)")
@@ -233,8 +235,36 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    """The ``gymkit jepa`` command line that :func:`configure` parses into ``args``."""
+    argv = ["jepa", args.action, "--checkpoint", args.checkpoint, "--out", args.out,
+            "--threads", str(args.threads), "--device", args.device]
+    for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed)):
+        if value is not None:
+            argv += [flag, str(value)]
+    return argv + (["--quiet"] if args.quiet else [])
+
+
+def _check(manifest_path: Path) -> int:
+    from . import portable
+    from .recheck import compare, recompute
+
+    portable.enter()
+    bad = compare(recompute(manifest_path), json.loads(manifest_path.read_text(encoding="utf-8")))
+    for line in bad:
+        print(f"differs: {line}")
+    print(f"{manifest_path.name}: " + ("every figure and world regenerates bit for bit" if not bad
+                                       else f"{len(bad)} figure(s) differ"))
+    return 0 if not bad else 1
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handler of ``gymkit jepa``."""
+    """Handler of ``gymkit jepa`` (re-executes itself in portable mode first: :mod:`.portable`)."""
+    from . import portable
+
+    portable.reexec_if_needed(_argv_of(args))
+    if args.action == "check":
+        return _check(Path(args.out) / "us46_worlds.json")
     panel = _train_panel(args.market)
     if args.action == "train":
         t0 = time.perf_counter()

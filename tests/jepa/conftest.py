@@ -56,3 +56,17 @@ def latents(shipped, data):
     from gymkit.jepa.generate import tile_latents
 
     return tile_latents(shipped.model, data)
+
+
+@pytest.fixture(scope="session")
+def portable_figures():
+    """The shipped manifest's figures recomputed in a portable-mode subprocess
+    (:mod:`gymkit.jepa.portable`): these must equal the manifest bit for bit on any machine."""
+    import json
+
+    from gymkit.jepa import portable
+
+    r = portable.run_portable(["-m", "gymkit.jepa.recheck"], capture_output=True, text=True,
+                              timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)

@@ -30,21 +30,42 @@ def test_short_training_twice_is_byte_identical(train_panel, tmp_path) -> None:
     assert a == b
 
 
-def test_shipped_world_regenerates_byte_identical(shipped, data, pool, latents, manifest,
-                                                  tmp_path) -> None:
-    from gymkit.data.default import save_market
-    from gymkit.jepa.decoder import bootstrap_days
-    from gymkit.jepa.generate import WORLD_TABLE, make_world
-
-    kept = [w for w in manifest["worlds"] if w["kept"]]
+def test_shipped_worlds_regenerate_byte_identical(manifest, portable_figures) -> None:
+    """Every kept world, regenerated in portable mode from the shipped checkpoint and its
+    bootstrap seed, has the manifest's sha256 (the same bytes on any x86-64-v3 machine)."""
+    kept = {w["name"]: w["sha256"] for w in manifest["worlds"] if w["kept"]}
     assert kept
-    w = kept[0]
-    spec = next(s for s in WORLD_TABLE if s.name == w["name"])
-    src = bootstrap_days(pool.n_days, np.random.default_rng(w["bootstrap_seed"]))
-    arrays = make_world(shipped.model, shipped.decoder, shipped.shifts, data, pool, latents,
-                        spec.channel, spec.alpha, src)
-    save_market(arrays, tmp_path / w["file"], seed=w["bootstrap_seed"])
-    assert file_sha256(tmp_path / w["file"]) == w["sha256"]
+    assert portable_figures["worlds"] == kept
+
+
+def test_portable_figures_ignore_the_kernels_the_cpu_would_choose(portable_figures) -> None:
+    """The CPU-dependent kernel choices of MKL and oneDNN, forced to their AVX2 and SSE4.1
+    variants (what an AVX2-only machine runs), leave every portable figure unchanged."""
+    import json
+
+    from gymkit.jepa import portable
+
+    r = portable.run_portable(["-m", "gymkit.jepa.recheck"], capture_output=True, text=True,
+                              timeout=600, env={"MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                                                "ONEDNN_MAX_CPU_ISA": "SSE41"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout) == portable_figures
+
+
+def test_portable_mode_is_checked() -> None:
+    """A normal process is reported as not portable (with the reason); a portable one is not."""
+    import subprocess
+    import sys
+
+    from gymkit.jepa import portable
+
+    code = ("import torch; torch.ones(2) + 1; from gymkit.jepa import portable; "
+            "portable.enter() if len(__import__('sys').argv) > 1 else None; "
+            "print('|'.join(portable.problems()))")
+    normal = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert f"{portable.FLAG} is not set" in normal.stdout
+    ported = portable.run_portable(["-c", code, "enter"], capture_output=True, text=True, check=True)
+    assert ported.stdout.strip() == ""
 
 
 def test_ohlcv_order_holds_by_construction_even_far_off_the_manifold(shipped, data, pool,

@@ -1,0 +1,90 @@
+"""Recompute a worlds manifest's reproducible figures from its checkpoint (needs torch).
+
+``python -m gymkit.jepa.recheck [MANIFEST]`` prints one JSON object: the global gate figures
+(collapse, prediction, unshifted decode), every world's shift-gate response and the sha256 of
+every kept world regenerated from its bootstrap seed.  In portable mode (:mod:`.portable`) each must equal the manifest bit for
+bit on any x86-64-v3 machine; ``gymkit jepa check`` runs it that way and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["compare", "recompute"]
+
+
+def recompute(manifest_path: str | Path) -> dict:
+    """The figures of ``manifest_path`` recomputed from its checkpoint and the train panel."""
+    from gymkit.data import DEFAULT_SPLIT, default_market
+    from gymkit.data.default import save_market
+
+    from . import gates
+    from .checkpoint import load_checkpoint
+    from .decoder import ResidualPool, bootstrap_days
+    from .generate import WORLD_TABLE, make_world, shift_response, tile_latents
+    from .training import prediction_losses, prepare
+    from .worlds import file_sha256
+
+    manifest_path = Path(manifest_path)
+    man = json.loads(manifest_path.read_text(encoding="utf-8"))
+    panel = DEFAULT_SPLIT.train(default_market())
+    if man["train_fingerprint"] != panel.fingerprint:
+        raise ValueError(f"{manifest_path.name} was built on another train panel")
+    ck = load_checkpoint(manifest_path.parent / man["checkpoint"]["file"])
+    data = prepare(panel, ck.model.config)
+    pool = ResidualPool.build(data.arrays, ck.model.config.window)
+    latents = tile_latents(ck.model, data)
+    vp, vb = prediction_losses(ck.model, data, data.val_starts)
+    base = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents, None, 0.0,
+                      bootstrap_days(pool.n_days, np.random.default_rng(man["seed"] - 1)))
+    out = {"collapse": gates.collapse_figures(latents),
+           "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
+           "decode": gates.decode_gate(base.to_panel(), panel), "worlds": {},
+           "shift_response": {s.name: shift_response(ck.model, ck.decoder, ck.shifts, data, pool,
+                                                     latents, s.channel, man["seed"] + 100)
+                              for s in WORLD_TABLE}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in man["worlds"]:
+            if not w["kept"]:
+                continue
+            spec = next(s for s in WORLD_TABLE if s.name == w["name"])
+            src = bootstrap_days(pool.n_days, np.random.default_rng(w["bootstrap_seed"]))
+            arrays = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents,
+                                spec.channel, spec.alpha, src)
+            path = Path(tmp) / w["file"]
+            save_market(arrays, path, seed=w["bootstrap_seed"])
+            out["worlds"][w["name"]] = file_sha256(path)
+    return out
+
+
+def compare(figures: dict, manifest: dict) -> list[str]:
+    """Every figure of ``figures`` that differs from ``manifest`` ([] when all are equal)."""
+    bad = [f"global gate {k}: {figures[k]} != {manifest['global_gates'][k]}"
+           for k in ("collapse", "prediction", "decode") if figures[k] != manifest["global_gates"][k]]
+    for w in manifest["worlds"]:
+        if figures["shift_response"][w["name"]] != w["shift_gate"]["response"]:
+            bad.append(f"world {w['name']}: shift-gate response differs")
+        if w["kept"] and figures["worlds"].get(w["name"]) != w["sha256"]:
+            bad.append(f"world {w['name']}: sha256 {str(figures['worlds'].get(w['name']))[:16]} "
+                       f"!= {w['sha256'][:16]}")
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print :func:`recompute` of the manifest named in ``argv`` (default: the shipped one)."""
+    from . import portable
+    from .worlds import SHIPPED_MANIFEST
+
+    args = sys.argv[1:] if argv is None else argv
+    portable.enter()
+    print(json.dumps(recompute(args[0] if args else SHIPPED_MANIFEST), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

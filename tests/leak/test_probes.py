@@ -58,6 +58,12 @@ def card_digest(card) -> str:
                                      ensure_ascii=False).encode()).hexdigest()
 
 
+def digests(env) -> dict:
+    """The environment fingerprint, seeded archive digest and every probe's card digest."""
+    return {"fingerprint": env.fingerprint, "archive": env.archive.digest,
+            "cards": [card_digest(env.score(answer)) for answer, *_ in PROBES]}
+
+
 def probe_mismatches(env) -> list[str]:
     """What differs from the frozen expectations on ``env`` ([] when nothing does)."""
     out = []

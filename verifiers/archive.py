@@ -89,6 +89,13 @@ class NoveltyArchive:
         self._digest = h.hexdigest()
         return self._digest
 
+    @property
+    def pnl(self) -> np.ndarray:
+        """(entries, n_days) daily train P&L in archive order, read-only."""
+        view = self._pnl.view()
+        view.setflags(write=False)
+        return view
+
     def contains(self, form: str) -> bool:
         """True when canonical ``form`` is already in the archive."""
         return form in self._index

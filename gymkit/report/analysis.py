@@ -37,6 +37,7 @@ from gymkit.verifiers.portfolio import (
     equal_weight_book,
 )
 
+from .sheet_data import SheetExtras, sheet_extras
 from .why import channel_reasons
 
 __all__ = [
@@ -56,7 +57,7 @@ __all__ = [
 
 #: IC decay horizons in sessions: horizon h pairs the weights of day t with the
 #: open-to-open return earned from open(t+h) to open(t+h+1).
-HORIZONS: tuple[int, ...] = tuple(range(1, 11))
+HORIZONS: tuple[int, ...] = (1, 2, 5, 10, 21)
 MIN_IC_NAMES = 5
 
 
@@ -196,6 +197,7 @@ class FormulaStudy:
     stress_note: str
     env_id: str
     env_description: str
+    extras: SheetExtras | None = None  # quantiles and the archive rank drop (valid answers)
 
 
 def _stress_note(env: Environment, card: ScoreCard) -> str:
@@ -222,6 +224,7 @@ def study_formula(env: Environment, text: str, *, holdout: bool = True,
     ic_tr, ic_ho = nan, nan
     factor_returns = None
     neighbours: tuple[tuple[str, float], ...] = ()
+    extras = None
     if card.valid and card.formula is not None:
         bts = _backtests(env, card.formula, holdout)
         train, hold = bts.train, bts.holdout
@@ -231,6 +234,7 @@ def study_formula(env: Environment, text: str, *, holdout: bool = True,
         ctx = window_context(env.setup.train, env.setup.split, "train", env.setup.burn_in)
         factor_returns = np.asarray(ctx.factors.returns)
         neighbours = top_neighbours(env, train.net)
+        extras = sheet_extras(env, card, bts.values_train, train, bts.values_full, hold)
     return FormulaStudy(
         label=label or (card.formula or text.strip()[:60]),
         completion=completion, card=card, train=train, holdout=hold,
@@ -239,7 +243,7 @@ def study_formula(env: Environment, text: str, *, holdout: bool = True,
         reasons=channel_reasons(card, env.setup.params),
         priorities={n: float(env.config.priorities[n]) for n in env.channels},
         stress_note=_stress_note(env, card), env_id=env.config.env_id,
-        env_description=env.config.description)
+        env_description=env.config.description, extras=extras)
 
 
 # ----------------------------------------------------------------------- groups and books

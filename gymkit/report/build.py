@@ -23,26 +23,42 @@ from .analysis import (
     GroupStudy,
     drawdown,
     equity,
-    path_returns,
     rolling_nanmean,
     rolling_sharpe,
 )
 from .html import Section, badge, esc, fmt, kpis, kv_table, page, table
+from .quant_sections import (
+    breakeven_section,
+    cpcv_section,
+    distribution_section,
+    exposure_section,
+    legs_section,
+    quantiles_section,
+    rank_drop_section,
+    turnover_section,
+    worst_drawdowns_section,
+)
 
 __all__ = ["ANSWERS_SECTIONS", "FORMULA_SECTIONS", "answers_page", "formula_page"]
 
 #: (anchor id, title) of the single-formula tear sheet, in page order.
 FORMULA_SECTIONS: tuple[tuple[str, str], ...] = (
     ("summary", "Summary"),
+    ("channels", "Why this reward"),
     ("equity", "Equity curve"),
     ("drawdown", "Drawdown"),
+    ("worst-drawdowns", "Worst drawdowns"),
     ("rolling-sharpe", "Rolling Sharpe"),
-    ("cpcv", "CPCV slices and paths"),
-    ("is-oos", "In-sample vs out-of-sample"),
-    ("turnover", "Turnover and cost drag"),
-    ("ic", "IC and IC decay"),
+    ("returns", "Return distribution"),
+    ("quantiles", "Quantile returns and spread"),
+    ("ic", "IC, rolling IC and IC decay"),
+    ("turnover", "Turnover and holding period"),
+    ("break-even", "Break-even cost"),
+    ("legs", "Long and short legs"),
+    ("cpcv", "CPCV test slices and paths"),
+    ("rank-drop", "Rank drop per split (R2)"),
     ("factors", "Factor exposures"),
-    ("channels", "Reward channels"),
+    ("factor-exposure", "Factor exposure over time"),
     ("stress", "Stress worlds"),
     ("archive", "Canonical form and archive neighbours"),
 )
@@ -62,7 +78,6 @@ ANSWERS_SECTIONS: tuple[tuple[str, str], ...] = (
 
 ROLL_TRAIN = 126
 ROLL_HOLDOUT = 63
-ROLL_TURNOVER = 21
 ROLL_IC = 63
 _P = fg.PALETTE
 
@@ -121,7 +136,24 @@ def _summary(s: FormulaStudy) -> tuple[str, str]:
         ("holdout window", f"{ho.dates[0]} → {ho.dates[-1]} ({ho.dates.size} days), costs "
                            f"{ho.costs.get('name')}, report only" if ho is not None else "not computed"),
     ])
+    if tr is not None:
+        body += _metrics_table(s)
     return body, "The answer, whether the gate accepted it, and its headline numbers."
+
+
+def _metrics_table(s: FormulaStudy) -> str:
+    """Train (scored) next to holdout (report only) on the same metrics."""
+    tr, ho = s.train, s.holdout
+    assert tr is not None
+    rows = []
+    for name, key, spec in (("net Sharpe", "sharpe", "+.2f"), ("gross Sharpe", "gross_sharpe", "+.2f"),
+                            ("annual return (net)", "annual_return", "+.1%"),
+                            ("max drawdown", "max_drawdown", "+.1%"), ("turnover / day", "turnover", ".1%"),
+                            ("IC", "ic", "+.4f"), ("hit rate", "hit_rate", ".1%"),
+                            ("beta to market", "beta", "+.2f"), ("corr to market", "corr", "+.2f")):
+        rows.append([name, fmt(getattr(tr.metrics, key), spec),
+                     fmt(getattr(ho.metrics, key), spec) if ho is not None else "not shown"])
+    return table(["", "train (scored)", "holdout (report only)"], rows, [False, True, True])
 
 
 def _two_windows(s: FormulaStudy, name: str, fn: Callable, title_tr: str, title_ho: str,
@@ -180,109 +212,11 @@ def _rolling(s: FormulaStudy) -> tuple[str, str]:
     return svg + _hold_note(s), intro
 
 
-def _cpcv(s: FormulaStudy) -> tuple[str, str]:
-    intro = ("The train window cut into 6 blocks; each pair of blocks is one test slice (15), with "
-             "10 days purged before and 5 embargoed after each test block. "
-             "R1 = mean − 0.5·std of the 15 test Sharpes.")
-    tr = s.train
-    if tr is None:
-        return _no_backtest(s), intro
-    from gymkit.verifiers.cpcv import CPCV
-
-    cv = CPCV(**{k: int(v) for k, v in tr.cpcv_params.items() if k != "name"})
-    pairs = [f"{a}{b}" for a, b in cv.test_blocks]
-    test, ins = tr.cpcv.test_sharpes, tr.cpcv.is_sharpes
-    bars = fg.bar_svg("cpcv-slices", [{
-        "title": "test-slice Sharpe by block pair", "legend_above": True,
-        "labels": pairs,
-        "bars": [(test, "test Sharpe", [_P["train"] if v >= 0 else _P["neg"] for v in test])],
-        "markers": [(ins, "in-sample Sharpe", _P["holdout"])],
-        "hlines": [(float(tr.cpcv.score), f"CPCV score {tr.cpcv.score:+.2f}", "#2e7d32"),
-                   (float(test.mean()), f"mean {test.mean():+.2f}", "#888888")],
-    }], height=2.9)
-    paths = np.cumsum(path_returns(tr.net, cv), axis=1)
-    styles = ["-", "--", "-.", ":", "-"]
-    cols = ["#1f4e79", "#2e7d32", "#c55a11", "#6a3d9a", "#7f7f7f"]
-    edges = [tr.dates[lo] for lo, _ in cv.blocks(tr.net.size)][1:]
-    note = ("paths coincide: a formula fits nothing, so every split's test returns of a block "
-            "are the same" if np.allclose(paths, paths[0]) else "")
-    psvg = fg.series_svg("cpcv-paths", [{
-        "title": f"the {cv.n_paths} recombined CPCV paths (cumulative net return; block edges dotted)",
-        "x": tr.dates, "note": note, "vlines": edges,
-        "lines": [(paths[j], f"path {j + 1}: Sharpe {tr.cpcv.path_sharpes[j]:+.2f}",
-                   cols[j % 5], styles[j % 5]) for j in range(paths.shape[0])]}])
-    blocks = cv.blocks(tr.net.size)
-    brows = [[f"B{b}", str(tr.dates[lo]), str(tr.dates[hi - 1]), hi - lo] for b, (lo, hi) in enumerate(blocks)]
-    return (bars + psvg + table(["block", "first day", "last day", "days"], brows,
-                                [False, False, False, True])), intro
-
-
-def _is_oos(s: FormulaStudy) -> tuple[str, str]:
-    intro = ("Per CPCV split, the in-sample Sharpe (the other blocks, purged) against the test "
-             "Sharpe; then the whole train window against the unseen holdout.")
-    tr, ho = s.train, s.holdout
-    if tr is None:
-        return _no_backtest(s), intro
-    from gymkit.verifiers.cpcv import CPCV
-
-    cv = CPCV(**{k: int(v) for k, v in tr.cpcv_params.items() if k != "name"})
-    labels = [f"{a}{b}" for a, b in cv.test_blocks]
-    sc = fg.scatter_svg("is-oos", np.asarray(tr.cpcv.is_sharpes), np.asarray(tr.cpcv.test_sharpes),
-                        labels, "in-sample vs test Sharpe per split", "in-sample Sharpe",
-                        "test Sharpe")
-    rows = []
-    for name, key, spec in (("net Sharpe", "sharpe", "+.2f"), ("gross Sharpe", "gross_sharpe", "+.2f"),
-                            ("annual return (net)", "annual_return", "+.1%"),
-                            ("max drawdown", "max_drawdown", "+.1%"), ("turnover / day", "turnover", ".1%"),
-                            ("IC", "ic", "+.4f"), ("beta to market", "beta", "+.2f"),
-                            ("corr to market", "corr", "+.2f")):
-        row = [name, fmt(getattr(tr.metrics, key), spec)]
-        row.append(fmt(getattr(ho.metrics, key), spec) if ho is not None else "–")
-        rows.append(row)
-    rows.append(["CPCV mean IS / mean test", f"{tr.cpcv.mean_is:+.2f} / {tr.cpcv.mean_oos:+.2f}", "–"])
-    tab = table(["", "train (in sample)", "holdout (out of sample)"], rows, [False, True, True])
-    return (f'<div style="display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start">'
-            f'<div style="flex:1 1 380px">{sc}</div><div style="flex:1 1 380px">{tab}</div></div>'
-            + _hold_note(s)), intro
-
-
-def _turnover(s: FormulaStudy) -> tuple[str, str]:
-    intro = ("Share of the book traded per day (21-day mean) and the cumulative cost it paid, "
-             "as a fraction of gross exposure.")
-    tr, ho = s.train, s.holdout
-    if tr is None:
-        return _no_backtest(s), intro
-    x, turn = tr.dates, [(rolling_nanmean(tr.turnover, ROLL_TURNOVER), "train", _P["train"], "-")]
-    if ho is not None:
-        x = np.concatenate([tr.dates, ho.dates])
-        turn = [(np.concatenate([turn[0][0], np.full(ho.dates.size, np.nan)]), "train", _P["train"], "-"),
-                (np.concatenate([np.full(tr.dates.size, np.nan),
-                                 rolling_nanmean(ho.turnover, ROLL_TURNOVER)]), "holdout",
-                 _P["holdout"], "-")]
-    panels = [{"title": "turnover / day (21d mean)", "x": x, "pct": True, "lines": turn},
-              {"title": "cost paid, train", "x": tr.dates, "pct": True,
-               "lines": [(np.cumsum(tr.cost), "", _P["train"], "-")]}]
-    if ho is not None:
-        panels.append({"title": "cost paid, holdout", "x": ho.dates, "pct": True,
-                       "lines": [(np.cumsum(ho.cost), "", _P["holdout"], "-")]})
-    svg = fg.series_svg("turnover", panels, widths=[2.2, 1.4, 1] if ho is not None else [2, 1])
-    rows = []
-    for name, bt in (("train", tr), ("holdout", ho)):
-        if bt is None:
-            continue
-        m = bt.metrics
-        rows.append([name, bt.costs.get("name"), fmt(m.turnover, ".1%"),
-                     fmt(float(bt.cost.mean() * 252), ".2%"), fmt(m.gross_sharpe, "+.2f"),
-                     fmt(m.sharpe, "+.2f"), fmt(m.gross_sharpe - m.sharpe, ".2f")])
-    tab = table(["window", "cost model", "turnover / day", "cost drag / yr", "gross Sharpe",
-                 "net Sharpe", "Sharpe lost to costs"], rows, [False, False, True, True, True, True, True])
-    return svg + tab, intro
-
-
 def _ic(s: FormulaStudy) -> tuple[str, str]:
     intro = ("Daily Pearson correlation of the book's weights with the next open-to-open return "
              "(63-day mean), and its decay: the same weights against the return h sessions "
-             "ahead, h = 1…10 (h = 1 is the card's IC).")
+             "ahead, h = 1, 2, 5, 10, 21 (h = 1 is the card's IC). A fast signal decays within "
+             "days; an IC that stays flat is a slow tilt.")
     tr, ho = s.train, s.holdout
     if tr is None:
         return _no_backtest(s), intro
@@ -437,14 +371,33 @@ def _archive(s: FormulaStudy) -> tuple[str, str]:
 def formula_page(s: FormulaStudy, notes: tuple[str, ...] = (), generated_at: str | None = None) -> str:
     """The single-formula tear sheet (every section of :data:`FORMULA_SECTIONS`)."""
     bodies = {
-        "summary": _summary(s), "equity": _equity(s), "drawdown": _drawdown(s),
-        "rolling-sharpe": _rolling(s), "cpcv": _cpcv(s), "is-oos": _is_oos(s),
-        "turnover": _turnover(s), "ic": _ic(s), "factors": _factors(s),
-        "channels": _channels(s, notes), "stress": _stress(s.stress_note, s.card), "archive": _archive(s),
+        "summary": _summary(s), "channels": _channels(s, notes), "equity": _equity(s),
+        "drawdown": _drawdown(s), "worst-drawdowns": worst_drawdowns_section(s),
+        "rolling-sharpe": _rolling(s), "returns": distribution_section(s),
+        "quantiles": quantiles_section(s), "ic": _ic(s), "turnover": turnover_section(s),
+        "break-even": breakeven_section(s), "legs": legs_section(s), "cpcv": cpcv_section(s),
+        "rank-drop": rank_drop_section(s), "factors": _factors(s),
+        "factor-exposure": exposure_section(s), "stress": _stress(s.stress_note, s.card),
+        "archive": _archive(s),
     }
-    sub = f"tear sheet · <code>{esc(s.env_id)}</code> · {esc(s.env_description)}"
     title = f"gymkit · {s.card.formula or 'invalid answer'}"
-    return page(title, sub, _sections(FORMULA_SECTIONS, bodies), _footer(s.card), generated_at)
+    return page(title, _header(s), _sections(FORMULA_SECTIONS, bodies), _footer(s.card), generated_at)
+
+
+def _header(s: FormulaStudy) -> str:
+    """One screenshot-able line: validity, reward, R1, the train headline numbers, env, window."""
+    c, tr = s.card, s.train
+    bits = [badge(c.valid, "valid" if c.valid else f"invalid: {c.error.code if c.error else '?'}"),
+            f"reward <b>{fmt(c.reward, '+.3f')}</b>", f"R1 <b>{fmt(c.channels.get('cpcv'), '+.2f')}</b>"]
+    if tr is not None:
+        m = tr.metrics
+        bits += [f"net Sharpe <b>{fmt(m.sharpe, '+.2f')}</b>", f"turnover <b>{fmt(m.turnover, '.0%')}</b>/day",
+                 f"IC <b>{fmt(m.ic, '+.3f')}</b>", f"max DD <b>{_pct(m.max_drawdown)}</b>",
+                 f"train {esc(tr.dates[0])} → {esc(tr.dates[-1])}"]
+    bits.append(f"<code>{esc(s.env_id)}</code> {esc(c.env_fingerprint[:10])}")
+    shown = "train and holdout" if s.holdout is not None else "train only (holdout not shown)"
+    bits.append(esc(shown))
+    return " · ".join(bits)
 
 
 # -------------------------------------------------------------------- answers

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-__all__ = ["PALETTE", "bar_svg", "heatmap_svg", "new_figure", "render_svg", "scatter_svg", "series_svg"]
+__all__ = ["PALETTE", "bar_svg", "heatmap_svg", "hist_svg", "new_figure", "render_svg", "scatter_svg", "series_svg"]
 
 #: Colours by role (colour-blind-safe pairs: blues for train, oranges for holdout).
 PALETTE = {
@@ -223,4 +223,34 @@ def heatmap_svg(name: str, z: np.ndarray, text: np.ndarray, rows: Sequence[str],
         ax.set_yticks(np.arange(g), list(rows), fontsize=7.5)
         ax.grid(False)
         ax.set_title(title, loc="left")
+        return render_svg(fig, name)
+
+
+def hist_svg(name: str, panels: Sequence[dict], height: float = 2.6,
+             widths: Sequence[float] | None = None) -> str:
+    """Histograms side by side: each panel ``{'title', 'series': [(values, label, colour)],
+    'bins': int, 'vlines': [(x, label, colour)], 'pct': bool (x axis as %), 'xlabel'}``;
+    several series share the panel's bins and are drawn as outlined densities."""
+    with matplotlib.rc_context(_RC):
+        fig = new_figure(9.0, height)
+        axes = fig.subplots(1, len(panels), width_ratios=list(widths) if widths else None,
+                            squeeze=False)[0]
+        for ax, p in zip(axes, panels, strict=True):
+            series = [(np.asarray(v, dtype=np.float64), lab, col) for v, lab, col in p["series"]]
+            finite = np.concatenate([v[np.isfinite(v)] for v, _, _ in series])
+            edges = np.histogram_bin_edges(finite, bins=p.get("bins", 40))
+            for v, lab, col in series:
+                dens = len(series) > 1
+                ax.hist(v[np.isfinite(v)], bins=edges, color=col, alpha=0.55 if dens else 0.85,
+                        density=dens, label=lab, edgecolor="white", linewidth=0.3)
+            for xv, lab, col in p.get("vlines", ()):
+                ax.axvline(xv, color=col, linewidth=1.0, linestyle="--", label=lab)
+            if p.get("pct"):
+                ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=None))
+            ax.set_title(p.get("title", ""), loc="left")
+            if p.get("xlabel"):
+                ax.set_xlabel(p["xlabel"])
+            if any(lab for _, lab, _ in [*series, *p.get("vlines", ())]):
+                ax.legend(loc="upper left")
+        styled(fig)
         return render_svg(fig, name)

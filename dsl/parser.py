@@ -18,7 +18,9 @@ Literal folding: a minus written directly before a number literal that is not th
 ``-(3)`` -> neg(Num(3.0))). The printer relies on exactly this rule.
 
 Argument slots follow the registry row: ``expr`` slots take any expression, ``window``
-slots an integer literal 1..252 (digits only, optionally parenthesised), ``level`` slots a
+slots an integer literal 1..252 (digits only, optionally parenthesised; a decimal literal
+>= 1 is floored, as the paper says of its windows: ``ts_sum(x, 9.9)`` is ``ts_sum(x, 9)``
+and prints so), ``level`` slots a
 bare group-level name. ``min``/``max`` with a digits-only second argument >= 1 are the
 paper's ts_min/ts_max (#29); otherwise they are element-wise. ``adv20`` is ``adv(20)``.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import re
 from collections.abc import Collection
 
@@ -57,6 +60,7 @@ from .operators import (
 )
 
 _ADV = re.compile(r"adv(\d+)\Z")
+_DECIMAL = re.compile(r"\d+\.\d*|\.\d+")  # a decimal window literal (floored, as in the paper)
 _ARG_NAMES = {EXPR: "x", WINDOW: "d", LEVEL: "level"}
 
 # Speed (issue 3): the parser reads token texts only, climbs precedences in one loop instead
@@ -490,6 +494,9 @@ class _Parser:
         else:
             arg = self.ternary()[0]
             days = self.int_value(arg)
+            if (days is None and type(arg) is Num and 1.0 <= arg.value < 1e6
+                    and _DECIMAL.fullmatch(text)):
+                days = math.floor(arg.value)  # the paper floors non-integer windows
             if days is None:
                 pos = self.pos(at)
                 shown = ""

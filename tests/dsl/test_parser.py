@@ -62,7 +62,7 @@ def test_aliases_and_argument_slots(text, tree):
 
 
 @pytest.mark.parametrize(("text", "code", "position"), [
-    ("ts_mean(close, 10.5)", "window_type", 15),
+    ("ts_mean(close, 0.5)", "window_type", 15),  # decimals >= 1 are floored (the paper)
     ("ts_mean(close, 1e1)", "window_type", 15),
     ("ts_mean(close, open)", "window_type", 15),
     ("ts_mean(close, -5)", "window_type", 15),

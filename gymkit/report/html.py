@@ -25,8 +25,8 @@ header h1 { margin:0 0 4px; font-size:20px; font-weight:600; }
 header .sub { color:#c9d6e3; font-size:13px; }
 header code { color:#fff; background:rgba(255,255,255,.12); padding:1px 5px; border-radius:3px; }
 nav { position:sticky; top:0; z-index:2; background:#fff; border-bottom:1px solid var(--line);
-  padding:6px 28px; font-size:12.5px; }
-nav a { color:var(--accent); text-decoration:none; margin-right:12px; white-space:nowrap; }
+  padding:6px 28px; font-size:12.5px; display:flex; flex-wrap:wrap; gap:2px 12px; }
+nav a { color:var(--accent); text-decoration:none; white-space:nowrap; }
 main { max-width:1180px; margin:0 auto; padding:8px 28px 40px; }
 section { background:#fff; border:1px solid var(--line); border-radius:6px; margin:16px 0;
   padding:12px 18px 14px; }

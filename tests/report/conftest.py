@@ -59,6 +59,32 @@ class PageResult:
     requests: list[str] = field(default_factory=list)
     screenshot: bytes = b""
     height: int = 0
+    blank_svgs: list[str] = field(default_factory=list)
+    overflow: list[str] = field(default_factory=list)
+    page_width: int = 0
+    section_titles: list[str] = field(default_factory=list)
+
+
+# What a person would see, measured in the laid-out page: the sections (id and heading), the
+# plots (count; drawn smaller than 50x20 px; "blank": fewer than 3 drawn marks, i.e. axes with
+# nothing in them), elements whose content is wider than their box (a table or plot sticking
+# out of its section, ignoring the <svg> internals) and the page's scroll width.
+_PROBE = """JSON.stringify((() => {
+  const svgs = [...document.querySelectorAll('svg')];
+  const marks = e => [...e.querySelectorAll('path, rect, line, polyline, polygon, use')].filter(m => {
+    const b = m.getBoundingClientRect(); return b.width > 0 || b.height > 0; }).length;
+  const label = e => e.getAttribute('aria-label') || e.id || e.tagName;
+  const over = [...document.querySelectorAll('main, section, section > *, table, nav, header')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'auto')
+    .map(e => (e.closest('section') ? e.closest('section').id + ' ' : '') + e.tagName.toLowerCase());
+  return {s: [...document.querySelectorAll('section[id]')].map(e => e.id),
+          st: [...document.querySelectorAll('section[id] > h2')].map(e => e.textContent),
+          n: svgs.length,
+          e: svgs.filter(e => { const r = e.getBoundingClientRect(); return r.width < 50 || r.height < 20; }).length,
+          b: svgs.filter(e => marks(e) < 3).map(label),
+          o: over, w: document.documentElement.scrollWidth, t: document.title,
+          h: document.documentElement.scrollHeight};
+})())"""
 
 
 class Chromium:
@@ -135,12 +161,7 @@ class Chromium:
                   session=sid)
         self.send("Page.navigate", {"url": url}, session=sid)
         self.wait_event("Page.loadEventFired")
-        probe = ("JSON.stringify({s:[...document.querySelectorAll('section[id]')].map(e=>e.id),"
-                 "n:document.querySelectorAll('svg').length,"
-                 "e:[...document.querySelectorAll('svg')].filter(e=>{const r=e.getBoundingClientRect();"
-                 "return r.width<50||r.height<20}).length,t:document.title,"
-                 "h:document.documentElement.scrollHeight})")
-        val = json.loads(self.send("Runtime.evaluate", {"expression": probe, "returnByValue": True},
+        val = json.loads(self.send("Runtime.evaluate", {"expression": _PROBE, "returnByValue": True},
                                    session=sid)["result"]["value"])
         shot = b""
         if screenshot:
@@ -149,7 +170,9 @@ class Chromium:
                 "clip": {"x": 0, "y": 0, "width": self.width, "height": val["h"], "scale": 1}},
                 session=sid, timeout=120)["data"]
             shot = base64.b64decode(data)
-        res = PageResult(val["s"], val["n"], val["e"], val["t"], screenshot=shot, height=val["h"])
+        res = PageResult(val["s"], val["n"], val["e"], val["t"], screenshot=shot, height=val["h"],
+                         blank_svgs=val["b"], overflow=val["o"], page_width=val["w"],
+                         section_titles=val["st"])
         for ev in self.events:
             m, p = ev.get("method"), ev.get("params", {})
             if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):

@@ -1,0 +1,85 @@
+"""The ``gymkit train`` subcommand: ``sft``, ``rl``, ``report`` (one run directory, RUN).
+
+``gymkit train sft --run RUN`` then ``gymkit train rl --run RUN`` then
+``gymkit train report RUN``; ``--ci`` picks the short configuration of the CI test
+(2 layers, width 64, 20 RL steps).  Exit codes are the CLI's (1 for a user error).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CI_POLICY", "ci_configs", "configure", "run"]
+
+
+def ci_configs(env_id: str = "us46-default", seed: int = 0, steps: int = 20) -> tuple[Any, Any]:
+    """(SFTConfig, RLConfig) of the short CI configuration."""
+    from .policy import PolicyConfig
+    from .rl import RLConfig
+    from .sft import SFTConfig
+
+    return (SFTConfig(env_id=env_id, seed=seed, pairs=2000, steps=250, batch=32, lr=3e-3,
+                      measure=60, policy=PolicyConfig(layers=2, width=64, heads=4)),
+            RLConfig(env_id=env_id, seed=seed, steps=steps, probe_every=10, probe_size=20,
+                     group=12, briefs_per_step=4, max_new=32))
+
+
+CI_POLICY = "2 layers, width 64"
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``gymkit train``."""
+    sub = p.add_subparsers(dest="train_cmd", required=True)
+    for name, help_ in (("sft", "warm start on random-grammar formulas (syntax, not alpha)"),
+                        ("rl", "GDPO + CISPO + REPO-R + KL from the warm start; probe; holdout once")):
+        q = sub.add_parser(name, help=help_)
+        q.add_argument("--run", required=True, help="run directory (RUN/sft, RUN/rl)")
+        q.add_argument("--env", default="us46-default", help="environment id (default us46-default)")
+        q.add_argument("--seed", type=int, default=0)
+        q.add_argument("--steps", type=int, default=None, help="optimiser steps")
+        q.add_argument("--threads", type=int, default=1, help="torch threads (part of determinism)")
+        q.add_argument("--ci", action="store_true", help="the short CI configuration")
+        if name == "rl":
+            q.add_argument("--probe-every", type=int, default=None)
+            q.add_argument("--floor", type=float, default=None, help="GDPO advantage floor on R1")
+            q.add_argument("--no-floor", action="store_true", help="force the advantage floor off")
+            q.add_argument("--ledger", default=None, help="holdout ledger file")
+            q.add_argument("--force-holdout", action="store_true")
+    q = sub.add_parser("report", help="HTML + JSON: train vs holdout table, curves, red-team read-out")
+    q.add_argument("run_dir", metavar="RUN")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one ``gymkit train`` subcommand."""
+    from dataclasses import replace
+
+    if args.train_cmd == "report":
+        from .report import format_table, write_report
+
+        if not (Path(args.run_dir) / "rl" / "table.json").is_file():
+            raise ValueError(f"{args.run_dir}: no rl/table.json (run `gymkit train rl` first)")
+        rep = write_report(args.run_dir)
+        print(format_table(rep))
+        print("red-team flags:", ", ".join(f"{k} {v}" for k, v in rep["flag_counts"].items()))
+        print(f"wrote {Path(args.run_dir) / 'report' / 'index.html'}")
+        return 0
+    from .rl import RLConfig, run_rl
+    from .sft import SFTConfig, run_sft
+
+    sft_cfg, rl_cfg = ci_configs(args.env, args.seed) if args.ci else (
+        SFTConfig(env_id=args.env, seed=args.seed), RLConfig(env_id=args.env, seed=args.seed))
+    if args.train_cmd == "sft":
+        cfg = replace(sft_cfg, threads=args.threads, **({"steps": args.steps} if args.steps else {}))
+        run_sft(cfg, args.run)
+        return 0
+    if not (Path(args.run) / "sft" / "config.json").is_file():
+        raise ValueError(f"{args.run}: no warm start (run `gymkit train sft --run {args.run}` first)")
+    over: dict[str, Any] = {"threads": args.threads, "no_floor": args.no_floor, "floor": args.floor}
+    if args.steps:
+        over["steps"] = args.steps
+    if args.probe_every:
+        over["probe_every"] = args.probe_every
+    run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout)
+    return 0

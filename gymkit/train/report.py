@@ -1,0 +1,164 @@
+"""``gymkit train report RUN``: the seed-shaped table, the curves and the red-team read-out.
+
+Reads ``RUN/rl/table.json`` and ``RUN/rl/log.jsonl`` (no scoring, no holdout look: the
+holdout was scored once by ``gymkit train rl``) and writes ``RUN/report/index.html`` (one
+static page, inline SVG, no network) and ``RUN/report/report.json``.
+
+Red-team flags, per checkpoint, on the top-20 probe answers by train reward
+(:data:`FLAGS`): ``low_ic_high_cpcv`` (IC below the motif threshold 0.005 with train CPCV
+>= 0.5), ``turnover_near_floor`` (within 1 point of the 2 % floor), ``archive_clone``
+(|P&L corr| >= 0.9 with an archive entry), ``peer_clone`` (|P&L corr| >= 0.9 with another
+top answer), ``train_far_above_holdout`` (train CPCV - holdout score >= 1.0) and
+``jittered_template`` (a family - canonical form with numbers erased - held by >= 3 top
+answers with >= 2 distinct windows sets).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FLAGS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
+
+FLAGS = ("low_ic_high_cpcv", "turnover_near_floor", "archive_clone", "peer_clone",
+         "train_far_above_holdout", "jittered_template")
+IC_THRESHOLD, HIGH_CPCV, FLOOR, NEAR, CLONE, GAP, TEMPLATE = 0.005, 0.5, 0.02, 0.01, 0.9, 1.0, 3
+COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
+           "book_sharpe", "book_beta")
+
+
+def flag_answers(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The top-20 answers (by ``top_rank``) of one checkpoint, each with its list of ``flags``."""
+    top = sorted((a for a in answers if a.get("top_rank")), key=lambda a: a["top_rank"])
+    fams = Counter(a["family"] for a in top if a.get("valid") and a.get("family"))
+    canon: dict[str, set[str]] = {}
+    for a in top:
+        if a.get("valid") and a.get("family"):
+            canon.setdefault(a["family"], set()).add(a["canonical"])
+    out = []
+    for a in top:
+        f = []
+        if a.get("valid"):
+            ic, cp, tov = a.get("ic"), a.get("train_cpcv"), a.get("turnover")
+            if ic is not None and cp is not None and ic < IC_THRESHOLD and cp >= HIGH_CPCV:
+                f.append("low_ic_high_cpcv")
+            if tov is not None and tov < FLOOR + NEAR:
+                f.append("turnover_near_floor")
+            if (a.get("archive_corr") or 0.0) >= CLONE:
+                f.append("archive_clone")
+            if (a.get("peer_corr") or 0.0) >= CLONE:
+                f.append("peer_clone")
+            hs = a.get("holdout_score")
+            if hs is not None and cp is not None and cp - hs >= GAP:
+                f.append("train_far_above_holdout")
+            if fams[a["family"]] >= TEMPLATE and len(canon[a["family"]]) >= 2:
+                f.append("jittered_template")
+        out.append({k: a.get(k) for k in ("top_rank", "completion", "formula", "valid", "error",
+                                         "reward", "train_cpcv", "holdout_score", "ic", "turnover",
+                                         "archive_corr", "archive_nearest", "peer_corr", "family")}
+                   | {"flags": f})
+    return out
+
+
+def seed_table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The seed-shaped table: one dict per checkpoint with :data:`COLUMNS` (+ ``shipped``)."""
+    rows = []
+    for r in table["rows"]:
+        rows.append({"step": r["step"], "train_cpcv": r["train_cpcv"],
+                     "holdout_score": r.get("holdout_score"), "valid": f"{r['n_valid']}/{r['n']}",
+                     "families": r["families"], "book_return": r.get("book_return"),
+                     "book_sharpe": r.get("book_sharpe"), "book_beta": r.get("book_beta"),
+                     "shipped": r["checkpoint"] == table["shipped"]})
+    return rows
+
+
+def build_report(run_dir: str | Path) -> dict[str, Any]:
+    """The report's JSON content for the run in ``run_dir`` (module doc)."""
+    rl = Path(run_dir) / "rl"
+    table = json.loads((rl / "table.json").read_text(encoding="utf-8"))
+    log = [json.loads(x) for x in (rl / "log.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    red = {r["checkpoint"]: flag_answers(r["answers"]) for r in table["rows"]}
+    counts = Counter(f for answers in red.values() for a in answers for f in a["flags"])
+    curves = {k: [rec.get(k) for rec in log] for k in
+              ("reward", "valid_share", "nonzero_adv_share", "entropy", "kl", "zeta", "families")}
+    return {"run": str(run_dir), "env_fingerprint": table["env_fingerprint"],
+            "config": table["config"], "shipped": table["shipped"], "holdout": table["holdout"],
+            "table": seed_table_rows(table), "curves": curves, "redteam": red,
+            "flag_counts": {f: counts.get(f, 0) for f in FLAGS}}
+
+
+def _fmt(v: Any, kind: str = "f") -> str:
+    if v is None:
+        return "—"
+    if kind == "%":
+        return f"{100 * v:+.1f}%"
+    return f"{v:+.2f}" if isinstance(v, float) else str(v)
+
+
+def _svg(values: list[Any], title: str, w: int = 300, h: int = 120) -> str:
+    pts = [(i, v) for i, v in enumerate(values) if isinstance(v, int | float)]
+    if len(pts) < 2:
+        return f"<figure><figcaption>{html.escape(title)}: no data</figcaption></figure>"
+    lo, hi = min(v for _, v in pts), max(v for _, v in pts)
+    span = (hi - lo) or 1.0
+    n = max(1, len(values) - 1)
+    poly = " ".join(f"{5 + (w - 10) * i / n:.1f},{h - 5 - (h - 10) * (v - lo) / span:.1f}" for i, v in pts)
+    return (f'<figure><svg width="{w}" height="{h}" style="border:1px solid #ccc">'
+            f'<polyline fill="none" stroke="#c60" stroke-width="1.5" points="{poly}"/></svg>'
+            f"<figcaption>{html.escape(title)} ({lo:.3g} … {hi:.3g})</figcaption></figure>")
+
+
+def _html(rep: dict[str, Any]) -> str:
+    e = html.escape
+    head = "".join(f"<th>{c}</th>" for c in (*COLUMNS, "shipped"))
+    body = "".join(
+        "<tr>" + "".join(f"<td>{e(_fmt(r[c], '%' if c == 'book_return' else 'f'))}</td>" for c in COLUMNS)
+        + f"<td>{'✔' if r['shipped'] else ''}</td></tr>" for r in rep["table"])
+    curves = "".join(_svg(v, k) for k, v in rep["curves"].items())
+    red = []
+    for ck, answers in rep["redteam"].items():
+        lines = "".join(
+            f"<tr><td>{a['top_rank']}</td><td><code>{e(str(a['formula'] or a['completion']))}</code></td>"
+            f"<td>{e(_fmt(a['reward']))}</td><td>{e(_fmt(a['train_cpcv']))}</td>"
+            f"<td>{e(_fmt(a['holdout_score']))}</td><td>{e(_fmt(a['ic']))}</td>"
+            f"<td>{e(_fmt(a['turnover']))}</td><td>{e(', '.join(a['flags']) or ('invalid: ' + str(a['error']) if not a['valid'] else ''))}</td></tr>"
+            for a in answers)
+        red.append(f"<h3>checkpoint step {e(ck)}</h3><table><tr><th>#</th><th>formula</th><th>reward</th>"
+                   f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover</th><th>flags</th></tr>"
+                   f"{lines}</table>")
+    counts = ", ".join(f"{k}: {v}" for k, v in rep["flag_counts"].items())
+    return (f"<!doctype html><meta charset='utf-8'><title>gymkit train report</title>"
+            f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}td,th{{padding:2px 6px;"
+            f"border-bottom:1px solid #ddd;font-size:13px}}figure{{display:inline-block;margin:6px}}</style>"
+            f"<h1>gymkit train: {e(rep['run'])}</h1><p>environment {e(rep['config']['env_id'])} "
+            f"(fingerprint {e(rep['env_fingerprint'][:16])}); shipped checkpoint: step {e(rep['shipped'])} "
+            f"(best probe train CPCV); holdout: {e(str(rep['holdout'].get('status')))}</p>"
+            f"<h2>Train vs. holdout (50 frozen probe briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
+            f"<h2>Training curves (per step)</h2>{curves}"
+            f"<h2>Red-team read-out: top-20 answers by train reward per checkpoint</h2>"
+            f"<p>flag counts: {e(counts)}</p>{''.join(red)}")
+
+
+def format_table(rep: dict[str, Any]) -> str:
+    """The seed-shaped table as tab-separated text."""
+    lines = ["\t".join((*COLUMNS, "shipped"))]
+    for r in rep["table"]:
+        lines.append("\t".join([*(_fmt(r[c], "%" if c == "book_return" else "f") for c in COLUMNS),
+                                "*" if r["shipped"] else ""]))
+    return "\n".join(lines)
+
+
+def write_report(run_dir: str | Path) -> dict[str, Any]:
+    """Write ``RUN/report/index.html`` and ``report.json``; returns the report dict."""
+    from gymkit.card import json_safe
+
+    rep = build_report(run_dir)
+    out = Path(run_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_text(json.dumps(json_safe(rep), indent=1, sort_keys=True) + "\n",
+                                     encoding="utf-8")
+    (out / "index.html").write_text(_html(rep), encoding="utf-8")
+    return rep

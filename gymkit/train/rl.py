@@ -1,0 +1,260 @@
+"""``gymkit train rl``: the seed's recipe in a small, explicit torch loop (CPU-deterministic).
+
+Per step: ``briefs_per_step`` briefs drawn from the **train** family split, ``group``
+unconstrained samples each (temperature 1); each group scored by ``env.score_group`` and
+turned into GDPO advantages by ``env.group_advantages`` (validity projection: an invalid
+answer never gets a positive advantage; the environment's advantage floor, or ``floor``);
+the valid answers are committed to the novelty archive.  Then ``passes`` optimiser passes of
+
+    loss_t = -sg(min(r_t, cap)) * A'_t * log pi(t)  +  beta * KL_t          (CISPO + KL)
+
+over every answer token (full-token loss), with ``r_t = pi / pi_sample``, ``A'`` the REPO-R
+rescaled advantage ``A(1 - zeta log p)`` for A > 0, ``A(1 + zeta log p)`` for A < 0 (the
+multiplier floored at 0), ``KL_t`` the k3 estimator against the frozen warm start.  The
+entropy thermostat sets zeta: its target is the mean entropy of the first five steps; below
+target zeta doubles (to at most ``zeta_max``), above it halves.
+
+Every ``probe_every`` steps (and at step 0 and the last step) :mod:`.protocol` takes greedy
+probe answers, scores them on the train window and saves the checkpoint; at the end the
+holdout is scored once for every checkpoint through the holdout ledger.
+
+Files in ``RUN/rl/``: ``config.json``, ``log.jsonl`` (one line per step: reward, channel
+means, valid share, share of non-zero advantages, KL, entropy, zeta, families, the largest
+advantage of an invalid answer), ``rollouts.jsonl`` (every answer, its validity, reward,
+advantage), ``probe.jsonl``, ``checkpoints/step-NNNN/``, ``table.json`` and
+``timings.jsonl`` (wall-clock per phase: the only file that differs between repeated runs).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .policy import answer_logprobs, deterministic, load_policy, sample, save_policy
+
+__all__ = ["RLConfig", "run_rl"]
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    """RL settings (defaults: the seed's recipe at laptop scale)."""
+
+    env_id: str = "us46-default"
+    seed: int = 0
+    steps: int = 80
+    group: int = 12
+    briefs_per_step: int = 4
+    lr: float = 3e-4
+    temperature: float = 1.0
+    max_new: int = 40
+    cap: float = 1.2
+    kl_beta: float = 0.04
+    passes: int = 2
+    zeta0: float = 1e-3
+    zeta_max: float = 0.05
+    thermostat_window: int = 5
+    probe_every: int = 10
+    probe_size: int = 50
+    floor: float | None = None  # None: the environment's own advantage floor
+    no_floor: bool = False      # True: force the floor off whatever the environment says
+    threads: int = 1
+    commit: bool = True
+
+
+def _dump(x: Any) -> str:
+    from gymkit.card import json_safe
+
+    return json.dumps(json_safe(x), sort_keys=True)
+
+
+def make_env(cfg: RLConfig) -> Any:
+    """The environment of ``cfg`` with its advantage floor as configured."""
+    import gymkit
+
+    if cfg.no_floor:
+        return gymkit.make(cfg.env_id, advantages={})
+    if cfg.floor is not None:
+        return gymkit.make(cfg.env_id, advantages={"floor": cfg.floor})
+    return gymkit.make(cfg.env_id)
+
+
+def repo_r(adv: torch.Tensor, logp: torch.Tensor, zeta: float) -> torch.Tensor:
+    """REPO-R per-token advantage: A(1 - zeta log p) for A > 0, A(1 + zeta log p) for A < 0, multiplier >= 0."""
+    lp = logp.detach()
+    mult = torch.where(adv > 0, 1.0 - zeta * lp, 1.0 + zeta * lp).clamp(min=0.0)
+    return adv * mult
+
+
+def cispo_kl_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor, adv_tok: torch.Tensor,
+                  mask: torch.Tensor, cap: float, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(summed loss, summed KL) of CISPO (weight sg(min(r, cap))) plus beta * k3 KL, over masked tokens."""
+    weight = torch.exp(logp - old).clamp(max=cap).detach()
+    d = ref - logp
+    kl = torch.exp(d) - d - 1.0
+    loss = (-(weight * adv_tok * logp) + beta * kl) * mask
+    return loss.sum(), (kl * mask).sum().detach()
+
+
+class Thermostat:
+    """REPO-R's entropy thermostat (module doc)."""
+
+    def __init__(self, zeta0: float, zeta_max: float, window: int) -> None:
+        self.zeta, self.zeta0, self.zeta_max, self.window = zeta0, zeta0, zeta_max, window
+        self.seen: list[float] = []
+        self.target: float | None = None
+
+    def update(self, entropy: float) -> float:
+        """Feed one step's mean entropy; returns the zeta for the next step."""
+        if self.target is None:
+            self.seen.append(entropy)
+            if len(self.seen) >= self.window:
+                self.target = float(np.mean(self.seen))
+            return self.zeta
+        if entropy < self.target:
+            self.zeta = min(self.zeta_max, max(self.zeta * 2.0, self.zeta0 * 1e-3))
+        else:
+            self.zeta = self.zeta / 2.0
+        return self.zeta
+
+
+def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_holdout: bool = False,
+           log: Any = print) -> dict[str, Any]:
+    """Run RL from ``run_dir/sft`` into ``run_dir/rl``; returns the table (also ``table.json``)."""
+    from gymkit.briefs import generate_briefs, split_briefs
+    from gymkit.probe import family_of
+
+    from . import protocol
+
+    deterministic(cfg.threads)
+    run_dir = Path(run_dir)
+    out = run_dir / "rl"
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1, sort_keys=True) + "\n")
+    model, tok = load_policy(run_dir / "sft")
+    ref, _ = load_policy(run_dir / "sft")
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    model.train()
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    env = make_env(cfg)
+    train_briefs = split_briefs(generate_briefs(), "train")
+    probe_briefs = protocol.probe_set()[:cfg.probe_size]
+    thermo = Thermostat(cfg.zeta0, cfg.zeta_max, cfg.thermostat_window)
+    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8")
+             for k in ("log", "rollouts", "probe", "timings")}
+    rows: list[dict[str, Any]] = []
+    pnls_of: dict[str, list[Any]] = {}
+
+    def do_probe(step: int) -> None:
+        t = time.perf_counter()
+        name = f"step-{step:04d}"
+        answers = protocol.probe_answers(model, tok, probe_briefs, str(step), cfg.max_new)
+        for a in answers:
+            files["probe"].write(_dump(a) + "\n")
+        row, pnls = protocol.train_row(env, answers, probe_briefs)
+        row["step"] = step
+        rows.append(row)
+        pnls_of[str(step)] = pnls
+        save_policy(model, tok, out / "checkpoints" / name)
+        log(f"probe step {step:4d}: train CPCV {row['train_cpcv']:+.3f}  valid "
+            f"{row['n_valid']}/{row['n']}  families {row['families']}  "
+            f"({time.perf_counter() - t:.1f}s)")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # low-signal groups are logged, not warned
+        do_probe(0)
+        for step in range(1, cfg.steps + 1):
+            times: dict[str, float] = {}
+            t = time.perf_counter()
+            picks = rng.choice(len(train_briefs), size=cfg.briefs_per_step, replace=False)
+            groups = []
+            for i in picks:
+                b = train_briefs[int(i)]
+                prompt = tok.encode_brief(b.text)
+                ids = sample(model, tok, prompt, cfg.group, max_new=cfg.max_new,
+                             temperature=cfg.temperature, generator=gen)
+                groups.append((b, prompt, ids))
+            times["sample"] = time.perf_counter() - t
+            t = time.perf_counter()
+            scored = []
+            for b, _prompt, ids in groups:
+                comps = [tok.decode(a) for a in ids]
+                cards = env.score_group(comps, brief=b.text)
+                adv, info = env.group_advantages(cards)
+                scored.append((cards, adv, info))
+                for c, a, comp in zip(cards, adv, comps, strict=True):
+                    files["rollouts"].write(_dump({
+                        "step": step, "brief_id": b.brief_id, "completion": comp, "valid": c.valid,
+                        "reward": c.reward, "advantage": float(a), "cpcv": c.channels.get("cpcv")}) + "\n")
+                if cfg.commit:
+                    env.commit([c for c in cards if c.valid])
+            times["score"] = time.perf_counter() - t
+            t = time.perf_counter()
+            with torch.no_grad():
+                olds = [answer_logprobs(model, p, ids, tok.pad_id) for _, p, ids in groups]
+                refs = [answer_logprobs(ref, p, ids, tok.pad_id)[0] for _, p, ids in groups]
+            n_tok = float(sum(o[2].sum() for o in olds))
+            kl_sum = 0.0
+            zeta = thermo.zeta
+            for _ in range(cfg.passes):
+                opt.zero_grad(set_to_none=True)
+                kl_sum = 0.0
+                for (_, p, ids), (_, adv, _), (old, _, mask), r in zip(groups, scored, olds, refs,
+                                                                        strict=True):
+                    logp, _, _ = answer_logprobs(model, p, ids, tok.pad_id)
+                    a_tok = repo_r(torch.tensor(adv, dtype=torch.float32).unsqueeze(1), logp, zeta)
+                    loss, kl = cispo_kl_loss(logp, old, r, a_tok, mask, cfg.cap, cfg.kl_beta)
+                    (loss / n_tok).backward()
+                    kl_sum += float(kl)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+            times["update"] = time.perf_counter() - t
+            entropy = float(sum(float((o[1]).sum()) for o in olds)) / n_tok
+            thermo.update(entropy)
+            cards = [c for cs, _, _ in scored for c in cs]
+            advs = np.concatenate([a for _, a, _ in scored])
+            valid = np.array([c.valid for c in cards])
+            chans = sorted({k for c in cards for k in c.channels})
+            rec = {
+                "step": step, "reward": float(np.mean([c.reward for c in cards])),
+                "channels": {k: float(np.mean([c.channels.get(k, 0.0) for c in cards])) for k in chans},
+                "valid_share": float(valid.mean()),
+                "nonzero_adv_share": float(np.mean(np.abs(advs) > 1e-9)),
+                "max_invalid_adv": float(advs[~valid].max()) if (~valid).any() else None,
+                "kl": kl_sum / n_tok, "entropy": entropy, "zeta": zeta,
+                "families": len({family_of(c.canonical) for c in cards if c.valid and c.canonical}),
+                "mean_tokens": n_tok / len(cards),
+            }
+            files["log"].write(_dump(rec) + "\n")
+            files["timings"].write(_dump({"step": step, **times}) + "\n")
+            if step % 5 == 0 or step == 1:
+                log(f"step {step:4d}  reward {rec['reward']:+.3f}  valid {rec['valid_share']:.0%}  "
+                    f"adv!=0 {rec['nonzero_adv_share']:.0%}  KL {rec['kl']:.4f}  H {entropy:.3f}  "
+                    f"zeta {zeta:.5f}  fam {rec['families']}  "
+                    + " ".join(f"{k} {v:.1f}s" for k, v in times.items()))
+            if step % cfg.probe_every == 0 or step == cfg.steps:
+                do_probe(step)
+    for f in files.values():
+        f.close()
+    best = protocol.best_checkpoint(rows)
+    look = protocol.holdout_table(env, rows, ledger=ledger, force=force_holdout)
+    for row in rows:
+        top = sorted(range(len(row["answers"])), key=lambda i: -row["answers"][i]["reward"])[:20]
+        for i, c in zip(top, protocol.pnl_correlations(pnls_of[row["checkpoint"]], top), strict=True):
+            row["answers"][i]["top_rank"] = top.index(i) + 1
+            row["answers"][i]["peer_corr"] = c
+    table = {"config": asdict(cfg), "env_fingerprint": env.fingerprint, "shipped": best,
+             "holdout": look, "rows": rows}
+    (out / "table.json").write_text(_dump(table) + "\n", encoding="utf-8")
+    log(f"shipped checkpoint: step {best} (best probe train CPCV); holdout {look['status']}")
+    return table

@@ -134,6 +134,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve", "HTTP verifier server: cards identical to the Python API, worker processes",
             _lazy("gymkit.server.serve", "configure_serve"), _lazy("gymkit.server.serve", "run_serve"),
             ("gymkit serve", "gymkit serve --host 0.0.0.0 --port 8000 --workers 4 --token $TOKEN")),
+    Command("train", "train a small policy from scratch: sft, rl (GDPO+CISPO), report (needs torch)",
+            _lazy("gymkit.train.cli", "configure"), _lazy("gymkit.train.cli", "run"),
+            ("gymkit train sft --run runs/a", "gymkit train rl --run runs/a",
+             "gymkit train report runs/a")),
 )
 
 

@@ -25,6 +25,13 @@ __all__ = ["ENVIRONMENTS", "list_envs", "make"]
 #: Named environment configurations.
 ENVIRONMENTS: dict[str, EnvConfig] = {
     "us46-default": EnvConfig(),
+    # Environment B of the seed (Part 3): per-action train costs 19x higher, R3 off.
+    "us46-harsh": EnvConfig(
+        env_id="us46-harsh",
+        description="us46-default with 19x per-action train costs (76 bps per unit turnover), R3 off",
+        channels=tuple(c for c in EnvConfig().channels if c != "jepa_stress"),
+        train_costs={"name": "train", "fee_bps": 38.0, "slippage_bps": 19.0,
+                     "half_spread_bps": 9.5, "fixed_impact_bps": 9.5}),
 }
 
 

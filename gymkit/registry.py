@@ -32,6 +32,10 @@ ENVIRONMENTS: dict[str, EnvConfig] = {
         channels=tuple(c for c in EnvConfig().channels if c != "jepa_stress"),
         train_costs={"name": "train", "fee_bps": 38.0, "slippage_bps": 19.0,
                      "half_spread_bps": 9.5, "fixed_impact_bps": 9.5}),
+    # The multi-turn research gym's scoring (gymkit.research: tools on the train window).
+    "us46-research": EnvConfig(env_id="us46-research", description=(
+        "us46-default scored through research episodes: tools backtest on the train window, "
+        "one submit, reward net of the formulas tried (gymkit.research)")),
 }
 
 

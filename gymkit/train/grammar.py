@@ -4,8 +4,8 @@
 windows from a ``numpy`` generator; every returned formula parses, stays inside the DSL
 limits (lookback <= 252, depth, tokens) and has at most ``max_nodes`` nodes.  Nothing here
 looks at returns, so the corpus carries no alpha; :func:`corpus_sharpe` measures that.
-:func:`warm_start_pairs` pairs briefs with formulas at random and keeps every formula whose
-canonical form is one of the 101 paper alphas (they seed the novelty archive) out.
+:func:`warm_start_pairs` gives each brief a few random formulas of its own and keeps every
+formula whose canonical form is one of the 101 paper alphas (they seed the novelty archive) out.
 """
 
 from __future__ import annotations
@@ -79,21 +79,35 @@ def alpha101_canonicals() -> set[str]:
     return out
 
 
-def warm_start_pairs(briefs: Sequence[str], n: int, seed: int) -> list[tuple[str, str]]:
-    """``n`` (brief, formula) pairs: briefs drawn uniformly, formulas from :func:`sample_formula`.
+def warm_start_pairs(briefs: Sequence[str], n: int, seed: int, per_brief: int = 4
+                     ) -> list[tuple[str, str]]:
+    """``n`` (brief, formula) pairs: briefs drawn uniformly, each with ``per_brief`` random formulas.
 
-    A formula whose canonical form is a paper alpha is redrawn (the 101 stay out).
+    Brief ``i``'s formulas come from ``default_rng([seed, i])`` (:func:`sample_formula`), so
+    the answer depends on the brief (greedy answers to different briefs differ) while the
+    mapping carries no alpha.  A formula whose canonical form is a paper alpha is redrawn.
     """
     from gymkit.dsl import canonical, parse
 
     rng = np.random.default_rng(seed)
     banned = alpha101_canonicals()
+    pools: dict[int, list[str]] = {}
+
+    def pool(i: int) -> list[str]:
+        if i not in pools:
+            r = np.random.default_rng([seed, i])
+            got: list[str] = []
+            while len(got) < per_brief:
+                f = sample_formula(r)
+                if canonical(parse(f)) not in banned:
+                    got.append(f)
+            pools[i] = got
+        return pools[i]
+
     out = []
-    while len(out) < n:
-        brief = briefs[int(rng.integers(len(briefs)))]
-        f = sample_formula(rng)
-        if canonical(parse(f)) not in banned:
-            out.append((brief, f))
+    for _ in range(n):
+        i = int(rng.integers(len(briefs)))
+        out.append((briefs[i], pool(i)[int(rng.integers(per_brief))]))
     return out
 
 

@@ -77,6 +77,23 @@ def load_policy(path: str | Path) -> tuple[Any, Tokenizer]:
     return model.eval(), Tokenizer.load(path / "tokenizer.json")
 
 
+def _cache_kw() -> str:
+    import inspect
+
+    from transformers import LlamaForCausalLM
+
+    return "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters \
+        else "past_key_values"
+
+
+#: The key-value cache argument of this transformers version (``cache`` from 5.2x on).
+_CACHE_KW = _cache_kw()
+
+
+def _cache_of(out: Any) -> Any:
+    return out.get("cache", out.get("past_key_values"))
+
+
 @torch.no_grad()
 def sample(model: Any, tok: Tokenizer, prompt: list[int], n: int, *, max_new: int,
            temperature: float, generator: torch.Generator | None, greedy: bool = False
@@ -90,7 +107,7 @@ def sample(model: Any, tok: Tokenizer, prompt: list[int], n: int, *, max_new: in
     model.eval()
     ids = torch.tensor([prompt] * n, dtype=torch.long)
     out = model(input_ids=ids, use_cache=True)
-    past, logits = out.cache, out.logits[:, -1, :]
+    past, logits = _cache_of(out), out.logits[:, -1, :]
     done = torch.zeros(n, dtype=torch.bool)
     answers: list[list[int]] = [[] for _ in range(n)]
     for _ in range(max_new):
@@ -106,8 +123,8 @@ def sample(model: Any, tok: Tokenizer, prompt: list[int], n: int, *, max_new: in
         done |= nxt == tok.eos_id
         if bool(done.all()):
             break
-        out = model(input_ids=nxt.unsqueeze(1), cache=past, use_cache=True)
-        past, logits = out.cache, out.logits[:, -1, :]
+        out = model(input_ids=nxt.unsqueeze(1), use_cache=True, **{_CACHE_KW: past})
+        past, logits = _cache_of(out), out.logits[:, -1, :]
     model.train(was_training)
     return answers
 

@@ -68,6 +68,10 @@ class RLConfig:
     commit: bool = True
 
 
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
 def _dump(x: Any) -> str:
     from gymkit.card import json_safe
 
@@ -125,13 +129,14 @@ class Thermostat:
 
 
 def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_holdout: bool = False,
-           log: Any = print) -> dict[str, Any]:
+           log: Any = None) -> dict[str, Any]:
     """Run RL from ``run_dir/sft`` into ``run_dir/rl``; returns the table (also ``table.json``)."""
     from gymkit.briefs import generate_briefs, split_briefs
     from gymkit.probe import family_of
 
     from . import protocol
 
+    log = log or _print
     deterministic(cfg.threads)
     run_dir = Path(run_dir)
     out = run_dir / "rl"

@@ -53,14 +53,19 @@ def _batch(tok: Tokenizer, pairs: list[tuple[list[int], list[int]]]
     return ids, labels
 
 
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
 def _dump(x: Any) -> str:
     return json.dumps(x, sort_keys=True)
 
 
-def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = print) -> dict[str, Any]:
+def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str, Any]:
     """Train the warm start into ``run_dir/sft``; returns the summary (also written as JSON)."""
     from gymkit.briefs import generate_briefs, split_briefs
 
+    log = log or _print
     deterministic(cfg.threads)
     out = Path(run_dir) / "sft"
     out.mkdir(parents=True, exist_ok=True)

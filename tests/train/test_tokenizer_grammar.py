@@ -29,9 +29,15 @@ def test_grammar_formulas_parse_within_limits_and_are_seeded() -> None:
 def test_warm_start_keeps_the_paper_alphas_out() -> None:
     banned = alpha101_canonicals()
     assert len(banned) >= 95
-    pairs = warm_start_pairs(["b1", "b2"], 300, seed=1)
-    assert {b for b, _ in pairs} == {"b1", "b2"}
+    pairs = warm_start_pairs([f"b{i}" for i in range(80)], 600, seed=1, per_brief=3)
+    assert len({b for b, _ in pairs}) == 80
     assert not {canonical(parse(f)) for _, f in pairs} & banned
+    by_brief: dict[str, set[str]] = {}
+    for b, f in pairs:
+        by_brief.setdefault(b, set()).add(f)
+    assert max(len(v) for v in by_brief.values()) <= 3  # each brief has formulas of its own
+    assert len({f for v in by_brief.values() for f in v}) > 150
+    assert pairs == warm_start_pairs([f"b{i}" for i in range(80)], 600, seed=1, per_brief=3)
 
 
 def test_formula_round_trip_and_save_load(tok: Tokenizer, tmp_path) -> None:

@@ -91,8 +91,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS", "KEY_BLOCK", "count_groups", "count_le_keys", "rank_scratch", "ranks2_sorted",
-           "row_ranks2"]
+__all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
@@ -391,16 +390,14 @@ lt, le, gt, ge, eq, ne, and_, or_ = (
 
 
 # ============================================================== cross-sectional kernels
-# Shared with gymkit.verifiers.book (the book's weights are centred ranks): one ranking
-# code for the whole project.  Why our own: exact integer ranks, serial and bit-identical,
-# and for the ~50-stock rows of a panel an O(n²) count that LLVM vectorises (each loaded
-# value compared with four at once) beats sorting; wider rows fall back to a stable sort.
-# Measured and dropped: insertion-sorting from the previous row's order (smooth signals
-# need ~4 swaps a row) was no faster than the vectorised count (~0.3 µs a row here).
-_RANK_COUNT_MAX = 64  # up to this many finite values a row is ranked by O(n^2) counting
-
-
+# One ranking routine for the whole project: the DSL's ``rank`` here and the book's daily
+# weights (gymkit.verifiers.book) both take :func:`row_ranks2`, twice the average-tie rank
+# of each finite value, an exact integer: every path gives the same bits.  Why our own:
+# serial, allocation-free per row (scratch from :func:`rank_scratch`) and linear in N.
+_COUNT_MAX = 64  # rows of up to this many finite values are ranked by a pair count, wider rows by a sort
 KEY_BLOCK = 16  # keys compared per pass of count_le_keys; key buffers are padded to a multiple
+_SIGN = np.uint64(1 << 63)
+_BYTE = np.uint64(255)
 
 
 @njit(inline="always", **_NJIT)
@@ -409,7 +406,7 @@ def count_le_keys(keys: np.ndarray, le: np.ndarray) -> int:
 
     The counts are vectorised over i (le[i] in the vector lanes, no horizontal sums),
     16 keys[j] per pass so each count is loaded and stored once per 16 comparisons;
-    int32 counts, so float32 keys fill 8-wide AVX2 vectors.  Integer sums: exact in any order.
+    integer sums: exact in any order.
     """
     m = keys.shape[0]
     for i in range(m):
@@ -447,186 +444,133 @@ def count_le_keys(keys: np.ndarray, le: np.ndarray) -> int:
 
 
 @njit(inline="always", **_NJIT)
-def count_groups(src: np.ndarray, le: np.ndarray, groups: np.ndarray, rep: np.ndarray) -> bool:
-    """After :func:`count_le_keys` on a row's float32 keys: groups[c] = #{i: le[i] = c} and
-    rep[c] = one src[i] with le[i] = c, for c = 0 … len(src); return True when some group
-    of equal keys holds two *different* doubles (a float32 clash: count the doubles then).
-
-    Without a clash a group of m values counted c holds the ranks c − m + 1 … c, so
-    2·rank = lt + le + 1 = 2c − m + 1 exactly: ties cost one histogram, not a second count.
-    The book's tie path uses it; the dsl ``rank`` keeps its float64 recount of tied rows
-    (this path measured 0.8–1.35x per tie-heavy input there, 1.00x over the corpus).
-    """
-    for c in range(groups.shape[0]):
-        groups[c] = 0
-    for i in range(src.shape[0]):
-        c = le[i]
-        groups[c] += 1
-        rep[c] = src[i]
-    clash = False
-    for i in range(src.shape[0]):
-        c = le[i]
-        clash |= (c > 0) & (src[i] != rep[c])
-    return clash
-
-
-@njit(inline="always", **_NJIT)
-def _count_le(buf, vi):
-    c = 0
-    for j in range(buf.shape[0]):
-        c += buf[j] <= vi
-    return c
-
-
-@njit(inline="always", **_NJIT)
-def _count_le_all(buf, le, n_stocks):
-    """le[i] = #{j: buf[j] <= buf[i]} for i < n_stocks; return Σ le.  Four i at a time
-    (register blocking: each loaded buf[j] is compared with four values)."""
-    total = 0
-    for i in range(0, n_stocks - 3, 4):
-        v0 = buf[i]
-        v1 = buf[i + 1]
-        v2 = buf[i + 2]
-        v3 = buf[i + 3]
-        c0 = 0
-        c1 = 0
-        c2 = 0
-        c3 = 0
-        for j in range(buf.shape[0]):
-            b = buf[j]
-            c0 += b <= v0
-            c1 += b <= v1
-            c2 += b <= v2
-            c3 += b <= v3
-        le[i] = c0
-        le[i + 1] = c1
-        le[i + 2] = c2
-        le[i + 3] = c3
-        total += c0 + c1 + c2 + c3
-    for i in range(n_stocks - n_stocks % 4, n_stocks):
-        c = _count_le(buf, buf[i])
-        le[i] = c
-        total += c
-    return total
-
-
-@njit(**_NJIT)
-def ranks2_sorted(src: np.ndarray, n: int, ranks2: np.ndarray) -> None:
-    """Twice the average-tie rank of the ``n`` finite values of ``src`` by a stable sort
-    (0.0 for a non-finite entry)."""
+def rank_scratch(n_stocks: int) -> tuple:
+    """Scratch buffers of :func:`row_ranks2` for rows of ``n_stocks`` values: float64 values
+    and their uint64 view (the sort keys), a second key buffer, two int32 index buffers, the
+    (8, 256) digit histograms, and the pair count's NaN-padded keys, counts and group sizes."""
+    n = max(n_stocks, 1)
+    m = (n + KEY_BLOCK - 1) // KEY_BLOCK * KEY_BLOCK
     vals = np.empty(n)
-    idx = np.empty(n, np.int64)
-    m = 0
-    for j in range(src.shape[0]):
-        ranks2[j] = 0.0
-        if math.isfinite(src[j]):
-            vals[m] = src[j]
-            idx[m] = j
-            m += 1
-    order = np.argsort(vals, kind="mergesort")
-    i = 0
-    while i < n:  # ties [i, k): lt = i, le = k
-        k = i + 1
-        while k < n and vals[order[k]] == vals[order[i]]:
-            k += 1
-        for q in range(i, k):
-            ranks2[idx[order[q]]] = float(i + k + 1)
-        i = k
-
-
-@njit(**_NJIT)
-def rank_scratch(n_stocks):
-    """Scratch buffers (buf, le, marks) for :func:`row_ranks2` on rows of ``n_stocks``."""
-    buf = np.full((n_stocks + 7) // 8 * 8, _NAN)  # NaN padding drops out of every count
-    return buf, np.empty(n_stocks, np.int64), np.empty(n_stocks + 1, np.int64)
+    return (vals, vals.view(np.uint64), np.empty(n, np.uint64), np.empty(n, np.int32),
+            np.empty(n, np.int32), np.empty((8, 256), np.int32), np.full(m, np.nan),
+            np.zeros(m, np.int64), np.zeros(n + 1, np.int64))
 
 
 @njit(inline="always", **_NJIT)
-def row_ranks2(src, buf, le, marks, ranks2):
-    """Twice the 1-based average-tie rank of each finite ``src[j]`` among the row's finite
-    values (an exact integer, as float) into ``ranks2[j]``; 0.0 for a non-finite entry.
-    Returns n, the number of finite values.  Scratch from :func:`rank_scratch`.
+def _radix_sort(keys, idx, keys2, idx2, hist, n):
+    """Sort keys[:n] ascending (stable), carrying idx: LSD radix sort, 8 passes of one byte,
+    skipping every byte that all n keys share.  Returns the (keys, idx) buffers holding the
+    result (each pass moves the pairs to the other buffers)."""
+    for p in range(8):
+        for b in range(256):
+            hist[p, b] = 0
+    for i in range(n):
+        k = keys[i]
+        for p in range(8):
+            hist[p, np.intp((k >> np.uint64(8 * p)) & _BYTE)] += 1
+    for p in range(8):
+        shift = np.uint64(8 * p)
+        h = hist[p]
+        if h[np.intp((keys[0] >> shift) & _BYTE)] == n:
+            continue
+        total = 0
+        for b in range(256):
+            c = h[b]
+            h[b] = total
+            total += c
+        for i in range(n):
+            k = keys[i]
+            b = np.intp((k >> shift) & _BYTE)
+            pos = h[b]
+            h[b] = pos + 1
+            keys2[pos] = k
+            idx2[pos] = idx[i]
+        keys, keys2 = keys2, keys
+        idx, idx2 = idx2, idx
+    return keys, idx
 
-    With le_i = #{j: v_j <= v_i} and lt_i = #{j: v_j < v_i}, 2·rank_i = lt_i + le_i + 1.
-    Without ties lt_i = le_i - 1; with ties, lt_i is the largest le_k below le_i (0 if
-    none), found in O(n) by marking the le values.  n > 64 uses a stable sort instead.
+
+@njit(inline="always", **_NJIT)
+def row_ranks2(src: np.ndarray, scratch: tuple, ranks2: np.ndarray) -> int:
+    """Write twice the 1-based average-tie rank of each finite ``src[j]`` among the row's n
+    finite values into ``ranks2[j]`` (an exact integer as float; 0.0 for a non-finite
+    entry) and return n.  -0.0 equals 0.0.  Scratch from :func:`rank_scratch`.
+
+    With lt_i = #{j: v_j < v_i} and le_i = #{j: v_j <= v_i}, 2·rank_i = lt_i + le_i + 1.
+    Two paths, the same integers.  Up to 64 finite values: the pair count le (vectorised;
+    faster than sorting there); a group of m equal values counted le = c has lt = c − m.
+    Wider rows: a radix sort of order-preserving uint64 keys, and each run [i, k) of equal
+    values in sorted order has lt = i, le = k.
     """
+    keys64, le, groups = scratch[6], scratch[7], scratch[8]
     n_stocks = src.shape[0]
     n = 0
     for j in range(n_stocks):
         v = src[j]
         fin = math.isfinite(v)
-        buf[j] = v if fin else _NAN
+        keys64[j] = v if fin else _NAN
         n += fin
-    if n > _RANK_COUNT_MAX:
-        ranks2_sorted(src, n, ranks2)
+    if n <= _COUNT_MAX:
+        if count_le_keys(keys64, le) == n * (n + 1) // 2:  # no ties: lt = le - 1
+            for j in range(n_stocks):
+                ranks2[j] = 2.0 * le[j]  # le = 0 for a non-finite entry
+            return n
+        for c in range(n_stocks + 1):
+            groups[c] = 0
+        for j in range(n_stocks):
+            groups[le[j]] += 1
+        for j in range(n_stocks):
+            c = le[j]
+            ranks2[j] = float(2 * c - groups[c] + 1) if c > 0 else 0.0
         return n
-    total = _count_le_all(buf, le, n_stocks)
-    if total == n * (n + 1) // 2:  # no ties: lt = le - 1
-        for i in range(n_stocks):
-            ranks2[i] = 2.0 * le[i]  # le = 0 for a non-finite entry
-        return n
-    # ties: mark every le value (ranks2 is scratch: ranks2[c - 1] = 1 marks count c), then
-    # marks[c] = the largest marked count < c
-    for k in range(n_stocks):
-        ranks2[k] = 0.0
-    for i in range(n_stocks):
-        if le[i] > 0:
-            ranks2[le[i] - 1] = 1.0
-    last = 0
-    for k in range(1, n_stocks + 1):
-        marks[k] = last
-        if ranks2[k - 1] == 1.0:
-            last = k
-    for i in range(n_stocks):
-        c = le[i]
-        ranks2[i] = float(marks[c] + c + 1) if c > 0 else 0.0
+    return _sorted_ranks2(src, n, scratch, ranks2)
+
+
+@njit(**_NJIT)
+def _sorted_ranks2(src, n, scratch, ranks2):
+    """:func:`row_ranks2` by sorting: radix-sort the row's n finite values and give each
+    run [i, k) of equal values in sorted order 2·rank = i + k + 1."""
+    vals, keys, keys2, idx, idx2, hist = scratch[:6]
+    n_stocks = src.shape[0]
+    m = 0
+    for j in range(n_stocks):
+        v = src[j]
+        ranks2[j] = 0.0
+        if math.isfinite(v):
+            vals[m] = v + 0.0  # -0.0 -> +0.0: equal values get equal keys
+            idx[m] = j
+            m += 1
+    for i in range(n):  # IEEE order as unsigned order: flip all bits of a negative, the sign of a positive
+        u = keys[i]
+        keys[i] = u ^ (_SIGN | (np.uint64(0) - (u >> np.uint64(63))))
+    sk, si = _radix_sort(keys, idx, keys2, idx2, hist, n)
+    i = 0
+    while i < n:
+        k = i + 1
+        while k < n and sk[k] == sk[i]:
+            k += 1
+        r = float(i + k + 1)
+        for q in range(i, k):
+            ranks2[si[q]] = r
+        i = k
     return n
 
 
 @njit(**_NJIT)
 def _rank_rows(x, out):
-    """Average-tie ranks per row mapped to [0, 1]: (rank - 1) / (n - 1).
-
-    First pass per row: :func:`count_le_keys` on float32 keys (8 per AVX2 vector; rounding to
-    float32 is monotone, so without float32 ties — Σ le = n(n+1)/2 — the counts are the
-    float64 counts and rank = le).  Rows with float32 ties (true ties, or two doubles that
-    round to one float32) or more than 64 values take :func:`row_ranks2` on the doubles.
-    Both give exact integer ranks, so the output bits do not depend on the path.
-    """
+    """Average-tie ranks per row mapped to [0, 1]: (rank − 1)/(n − 1), 0.5 when n = 1, NaN
+    where not finite."""
     n_cols = x.shape[1]
-    buf, le, marks = rank_scratch(n_cols)
-    m = (n_cols + KEY_BLOCK - 1) // KEY_BLOCK * KEY_BLOCK
-    keys = np.full(m, np.float32(np.nan))  # NaN padding: counts 0, counted by none
-    le32 = np.zeros(m, np.int32)
+    scratch = rank_scratch(n_cols)
     r2 = np.empty(n_cols)
-    tied_run = 0
     for t in range(x.shape[0]):
-        row = x[t]
         o = out[t]
-        n = 0
-        for j in range(n_cols):
-            v = row[j]
-            fin = math.isfinite(v)
-            keys[j] = np.float32(v) if fin else np.float32(np.nan)
-            n += fin
-        # tie-heavy signals (sign, small integers) tie on most rows: after 4 tied rows in a
-        # row, try the float32 pass again only every 16th row (isolated ties, e.g. two prices
-        # equal to the cent, keep it; the path never changes a bit, only time)
-        try32 = tied_run < 4 or (t & 15) == 0
-        untied = try32 and 2 <= n <= _RANK_COUNT_MAX and count_le_keys(keys, le32) == n * (n + 1) // 2
-        tied_run = 0 if untied else tied_run + 1
-        if untied:
-            for j in range(n_cols):  # no ties: lt = le - 1, (rank - 1)/(n - 1) = (le - 1)/(n - 1)
-                c = le32[j]
-                o[j] = (c - 1.0) / (n - 1) if c > 0 else _NAN
-            continue
-        n = row_ranks2(row, buf, le, marks, r2)
+        n = row_ranks2(x[t], scratch, r2)
         if n == 1:
             for j in range(n_cols):
                 o[j] = 0.5 if r2[j] > 0.0 else _NAN
             continue
-        for j in range(n_cols):  # (lt + 0.5·(le - lt - 1)) / (n - 1), exact numerator
+        for j in range(n_cols):  # (lt + 0.5·(le − lt − 1)) / (n − 1), exact numerator
             o[j] = 0.5 * (r2[j] - 2.0) / (n - 1) if r2[j] > 0.0 else _NAN
 
 

@@ -102,14 +102,17 @@ def test_rank_count_and_sort_paths_match_reference(width):
         assert_parity(K.rank(x), REFERENCE["rank"](x), rtol=0.0, what=f"rank width {width}")
 
 
-def test_row_ranks2_gives_twice_the_average_rank():
-    buf, le, marks = K.rank_scratch(6)
-    out = np.empty(6)
+@pytest.mark.parametrize("pad", [0, 70])  # pad > 64 finite values: the sort path
+def test_row_ranks2_gives_twice_the_average_rank(pad):
     for row, want in (([3.0, np.nan, 1.0, 3.0, -np.inf, 2.0], [7.0, 0.0, 2.0, 7.0, 0.0, 4.0]),
-                      ([4.0, 3.0, 1.0, 2.0, 6.0, 5.0], [8.0, 6.0, 2.0, 4.0, 12.0, 10.0])):
-        n = K.row_ranks2(np.array(row), buf, le, marks, out)
-        assert n == sum(np.isfinite(row))
-        np.testing.assert_array_equal(out, want)
+                      ([4.0, 3.0, 1.0, 2.0, 6.0, 5.0], [8.0, 6.0, 2.0, 4.0, 12.0, 10.0]),
+                      ([0.0, -0.0, -1.0, np.inf, np.nan, 1.0], [5.0, 5.0, 2.0, 0.0, 0.0, 8.0])):
+        src = np.array(row + [100.0 + i for i in range(pad)])
+        out = np.empty(src.size)
+        n = K.row_ranks2(src, K.rank_scratch(src.size), out)
+        assert n == np.isfinite(src).sum()
+        np.testing.assert_array_equal(out[:6], want)
+        np.testing.assert_array_equal(out[6:], 2.0 * (np.arange(pad) + n - pad + 1))
 
 
 @pytest.mark.parametrize("width", [2, 5, 46, 64, 65, 120])

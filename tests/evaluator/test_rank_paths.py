@@ -1,8 +1,8 @@
-"""The cross-sectional ``rank``: the float32 counting pass and the float64 fall-back agree.
+"""The one ranking routine (``rank`` and the book's weights): both paths agree exactly.
 
-``rank`` counts on float32 keys first and falls back to the float64 count (ties, float32
-clashes, rows of more than 64 values), skipping the float32 pass after tied rows.  Every
-path must give pandas' average-tie rank mapped to [0, 1], exactly.
+Rows of up to 64 finite values are ranked by a pair count, wider rows by a radix sort.
+Every path must give pandas' average-tie rank mapped to [0, 1], exactly, and the book's
+centred weights of scipy's average ranks, exactly.
 """
 
 from __future__ import annotations
@@ -10,8 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import rankdata
 
 from gymkit.dsl import kernels as K
+from gymkit.verifiers import book_weights
 
 
 def _reference(x: np.ndarray) -> np.ndarray:
@@ -45,7 +49,7 @@ def _rows(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("n", [2, 3, 15, 16, 17, 46, 64, 65, 130])
+@pytest.mark.parametrize("n", [2, 3, 15, 16, 17, 46, 64, 65, 130, 700])
 @pytest.mark.parametrize("kind", ["smooth", "float32_clash", "ties_then_none", "nan_inf", "huge_tiny"])
 def test_rank_equals_pandas_average_rank_on_every_path(kind, n):
     rng = np.random.default_rng(n * 7 + len(kind))
@@ -53,3 +57,45 @@ def test_rank_equals_pandas_average_rank_on_every_path(kind, n):
     got = K.KERNELS["rank"](x)
     want = _reference(np.where(np.isfinite(x), x, np.nan))
     np.testing.assert_array_equal(got, want)
+
+
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf, 1e300, -1e-310, 5e-324,
+            1.0 + 2.0**-52, np.nextafter(1.0, 0.0)]
+
+
+@st.composite
+def _panels(draw) -> np.ndarray:
+    """Rows of 1 … 200 values drawn from a small pool (ties), specials (NaN, ±inf, ±0,
+    subnormals, neighbouring doubles) and random doubles."""
+    n = draw(st.integers(1, 200))
+    t = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    pool = np.concatenate([_SPECIAL, rng.normal(size=6), np.round(rng.normal(size=4) * 3)])
+    x = pool[rng.integers(0, pool.size, (t, n))]
+    wild = rng.random((t, n)) < draw(st.sampled_from([0.0, 0.5, 1.0]))
+    return np.where(wild, rng.normal(size=(t, n)) * 10.0 ** rng.integers(-300, 300, (t, n)), x)
+
+
+def _slow_weights(row: np.ndarray) -> np.ndarray:
+    out = np.zeros(row.size)
+    fin = np.isfinite(row)
+    n = int(fin.sum())
+    if n < 2:
+        return out
+    c = rankdata(row[fin], method="average") - 0.5 * (n + 1)
+    g = float(np.abs(c).sum())  # multiples of 0.5: exact in any order
+    if g:
+        out[fin] = c / g
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(_panels())
+def test_rank_and_book_weights_are_exact_on_random_rows(x):
+    """Ties, NaN, ±inf, -0.0, subnormals and huge values, on both sides of 64 values."""
+    x = np.ascontiguousarray(x)
+    want = _reference(np.where(np.isfinite(x), x, np.nan))
+    assert K.KERNELS["rank"](x).tobytes() == want.tobytes()
+    w = book_weights(x)
+    for t in range(x.shape[0]):
+        assert w[t].tobytes() == _slow_weights(x[t]).tobytes()

@@ -48,18 +48,19 @@ class Extracted:
     span: tuple[int, int]   # answer[span[0]:span[1]] == formula
 
 
-def reasoning_blocks(answer: str) -> list[tuple[int, int, int, int]]:
-    """Return the reasoning blocks of ``answer`` as (start, content start, content end, end).
+#: Reasoning blocks as four parallel lists: start, content start, content end, end (lists
+#: of ints: thousands of tiny blocks allocate no objects the garbage collector tracks).
+_Blocks = tuple[list[int], list[int], list[int], list[int]]
 
-    Left to right (module doc): an open and the first matching close after it; unclosed
-    opens are text.  Linear in ``len(answer)``: each pattern's next hit is searched for
-    only once the scan has passed its previous one, and once a tag name has no close left
-    its remaining opens are text and are not visited one by one.
-    """
+
+def _blocks(answer: str) -> _Blocks:
     (ta, tb) = REASONING_TAGS
     open_a, open_b, close_a, close_b = f"<{ta}>", f"<{tb}>", f"</{ta}>", f"</{tb}>"
     na, nb = answer.find(open_a), answer.find(open_b)   # next open of each name (-1: none)
-    blocks: list[tuple[int, int, int, int]] = []
+    starts: list[int] = []
+    inners: list[int] = []
+    closes: list[int] = []
+    ends: list[int] = []
     while na >= 0 or nb >= 0:
         if nb < 0 or 0 <= na < nb:
             o, inner = na, na + len(open_a)
@@ -75,29 +76,45 @@ def reasoning_blocks(answer: str) -> list[tuple[int, int, int, int]]:
                 nb = -1
                 continue
             end = c + len(close_b)
-        blocks.append((o, inner, c, end))
+        starts.append(o)
+        inners.append(inner)
+        closes.append(c)
+        ends.append(end)
         if 0 <= na < end:
             na = answer.find(open_a, end)
         if 0 <= nb < end:
             nb = answer.find(open_b, end)
-    return blocks
+    return starts, inners, closes, ends
 
 
-def _outside(answer: str, pat: str, blocks: list[tuple[int, int, int, int]],
-             at_most: int = 2, start: int = 0) -> list[int]:
+def reasoning_blocks(answer: str) -> list[tuple[int, int, int, int]]:
+    """Return the reasoning blocks of ``answer`` as (start, content start, content end, end).
+
+    Left to right (module doc): an open and the first matching close after it; unclosed
+    opens are text.  Linear in ``len(answer)``: each pattern's next hit is searched for
+    only once the scan has passed its previous one, and once a tag name has no close left
+    its remaining opens are text and are not visited one by one.
+    """
+    return list(zip(*_blocks(answer), strict=True))
+
+
+def _outside(answer: str, pat: str, blocks: _Blocks, at_most: int = 2,
+             start: int = 0) -> list[int]:
     """The first ``at_most`` start positions >= ``start`` of ``pat`` outside every block.
 
     A hit inside a block resumes the search at the block's end, so each block costs one
     search however many tags it holds.
     """
+    starts, _, _, ends = blocks
     out: list[int] = []
     b = 0
+    n = len(starts)
     i = answer.find(pat, start)
     while i >= 0 and len(out) < at_most:
-        while b < len(blocks) and blocks[b][3] <= i:
+        while b < n and ends[b] <= i:
             b += 1
-        if b < len(blocks) and blocks[b][0] <= i:
-            i = answer.find(pat, blocks[b][3])
+        if b < n and starts[b] <= i:
+            i = answer.find(pat, ends[b])
             continue
         out.append(i)
         i = answer.find(pat, i + len(pat))
@@ -112,12 +129,13 @@ def extract(answer: str) -> Extracted:
         raise DSLError("answer_too_long", MAX_ANSWER_CHARS,
                        f"the answer has {len(answer)} characters, the limit is {MAX_ANSWER_CHARS} "
                        "(reasoning included)")
-    blocks = reasoning_blocks(answer)
+    blocks = _blocks(answer)
+    starts, inners, closes_in, ends = blocks
     opens = _outside(answer, OPEN, blocks)
     closes = _outside(answer, CLOSE, blocks)
     if not opens:
-        if any(answer.find(OPEN, b[1], b[2]) >= 0 for b in blocks):
-            raise DSLError("missing_tag", blocks[0][0],
+        if any(answer.find(OPEN, i, c) >= 0 for i, c in zip(inners, closes_in, strict=True)):
+            raise DSLError("missing_tag", starts[0],
                            "the only <alpha> tag is inside the reasoning block, a draft: give "
                            "the answer as <alpha>formula</alpha> after the block closes")
         where = closes[0] if closes else 0
@@ -141,6 +159,11 @@ def extract(answer: str) -> Extracted:
         raise DSLError("empty_tag", start, f"the <alpha> tag at {start} is empty")
     lead = len(inner) - len(inner.lstrip())
     span = (inner_start + lead, inner_start + lead + len(stripped))
-    has_reasoning = any(b[3] <= start and not answer[b[1]:b[2]].isspace() and b[2] > b[1]
-                        for b in blocks)
+    has_reasoning = False
+    for i, c, e in zip(inners, closes_in, ends, strict=True):
+        if e > start:
+            break
+        if c > i and not answer[i:c].isspace():
+            has_reasoning = True
+            break
     return Extracted(stripped, has_reasoning, span)

@@ -36,7 +36,7 @@ ZERO_TOL = 1e-12
 class AdvantageInfo:
     """Diagnostics of one group's advantages."""
 
-    scalar_reward: np.ndarray  # (G,) Σ priority · raw channel
+    scalar_reward: np.ndarray  # (G,) the banded scalar reward (verifiers.channels "Scalar reward")
     grpo_advantage: np.ndarray  # (G,) plain GRPO on the scalar reward, for comparison
     channel_std: np.ndarray  # (K,) population std of each raw channel in the group
     n_valid: int
@@ -70,6 +70,17 @@ def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     safe = np.where(std > 0, std, 1.0)
     z = np.where(std > 0, (x - mean) / safe, 0.0)
     return z, std
+
+
+def banded_rewards(sums: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The scalar reward of each answer from its Σ priority·channel and validity: the valid
+    band (``soft_floor``) above the invalid one (error codes unknown here: the text-failure
+    value).  ``Environment.group_advantages`` uses the cards' own rewards instead."""
+    from gymkit.verifiers.channels import invalid_reward, soft_floor
+
+    bad = invalid_reward(None)
+    return np.array([soft_floor(float(s)) if ok else bad for s, ok in zip(sums, valid, strict=True)],
+                    dtype=np.float64)
 
 
 def grpo_advantages(rewards: np.ndarray) -> np.ndarray:
@@ -140,7 +151,7 @@ def gdpo_advantages(
             f"eligible {n_eligible}); check the advantage floor and validity rules"
         )
         warnings.warn(notes[-1], RuntimeWarning, stacklevel=2)
-    scalar = x @ p
+    scalar = banded_rewards(x @ p, v)
     info = AdvantageInfo(
         scalar_reward=scalar,
         grpo_advantage=grpo_advantages(scalar),

@@ -1,8 +1,10 @@
 """The score card: everything the verifier says about one answer, JSON-safe and reproducible.
 
 Fields: ``valid``; ``error`` (:class:`CardError` code + message + position, or None);
-``channels`` (active channel name → raw value, in registry order); ``reward``
-(Σ priority·channel, capped at 0 when the motif guard R10 fires); ``metrics`` (backtest
+``channels`` (active channel name → raw value, in registry order); ``reward`` (the scalar
+reward: Σ priority·channel, capped at 0 when the motif guard R10 fires, in the valid band
+[−2, ∞) for a valid answer; a fixed −3.5 / −3.0 / −2.5 for a tag / text / book-gate failure:
+every invalid answer below every valid one, see ``verifiers/channels.py``); ``metrics`` (backtest
 statistics, CPCV slices and paths, factor betas, novelty and structure facts; empty when the
 oracle never ran); ``timings`` (seconds per phase: parse, evaluate, book, cpcv, factors,
 novelty, channels, stress, total); ``notes`` (e.g. channels that are off and why); the

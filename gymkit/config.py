@@ -128,6 +128,10 @@ class EnvConfig:
             name = channel(k).name
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                 raise ValueError(f"priority of channel {name} must be a finite number, got {v!r}")
+            # a priority that would never count is a mistake (R13 counts whenever a brief is given)
+            if name not in self.channels and name != "brief_compliance" and float(v) != prio[name]:
+                raise ValueError(f"priority {v!r} set for channel {name}, which is not active in "
+                                 f"{self.env_id}: add it to channels or drop the priority")
             prio[name] = float(v)
         set_(self, "priorities", prio)
         set_(self, "thresholds", ChannelParams.from_dict(

@@ -124,8 +124,8 @@ def format_summary(run: DemoRun) -> str:
     split = "  ".join(f"{k} {np.median(v) * 1e3:.2f}" for k, v in phases.items())
     lines += [
         "",
-        "  reward = sum of priority x channel over the active channels; adv = GDPO advantage "
-        "within the group;",
+        "  reward = sum of priority x channel (valid: in [-2, inf); invalid: -3.5 tag, -3.0 text, "
+        "-2.5 book gate); adv = GDPO advantage within the group;",
         "  cpcv = R1 (mean - 0.5 std of 15 test-slice Sharpes); turn/d = share of the book "
         "traded a day; IC = weights vs next return",
         f"  GDPO: {run.info.n_valid}/{len(cards)} valid, share of non-zero advantages "
@@ -154,7 +154,7 @@ def write_demo_report(run: DemoRun, out_dir: str | Path, generated_at: str | Non
     if top is None:
         return None
     return formula_report(run.env, run.completions[top], out_dir, generated_at=generated_at,
-                          label=run.labels[top])
+                          label=run.labels[top], card=run.cards[top])  # the group's card
 
 
 # ------------------------------------------------------------------------ CLI

@@ -11,6 +11,10 @@ Two renderings of the same content:
   trainers (TRL, verl, verifiers): the same system text; the user turn is the brief (or a
   plain request when there is none).
 
+Every rendering states how the answer is read (dsl/extract.py): the single ``<alpha>`` tag
+outside any reasoning block counts, tagged drafts inside ``<think>`` are ignored, and an
+answer holds at most ``MAX_ANSWER_CHARS`` characters.
+
 ``reasoning``: None (default) allows an optional ``<think>`` block (R12 pays +0.05 for it);
 True asks for one; False asks for the tag alone (the seed's run answered without reasoning).
 """
@@ -22,7 +26,7 @@ from collections.abc import Iterable
 __all__ = ["ANSWER_FORMATS", "PROMPT_VERSION", "chat_messages", "render_prompt", "system_text"]
 
 #: Version of this template (bump on any text change; part of the environment fingerprint).
-PROMPT_VERSION = "prompt-v1"
+PROMPT_VERSION = "prompt-v2"  # v2: the answer rules (drafts in reasoning, the size limit)
 
 _TASK = ("Write one trading formula (an alpha) in the gymkit DSL. It is ranked across stocks each "
          "day into a dollar-neutral long-short book, filled at the next open.")
@@ -36,6 +40,9 @@ ANSWER_FORMATS: dict[bool | None, str] = {
           "<alpha>formula</alpha>.",
     False: "Answer with exactly one <alpha>formula</alpha> and nothing else.",
 }
+#: How the answer is read (dsl/extract.py), said in every prompt.
+_ANSWER_RULES = ("The answer is the one <alpha> tag outside any <think>...</think> block: tags "
+                 "inside it are drafts and are ignored. At most {limit} characters in all.")
 _NO_BRIEF = "Design one alpha of your choice."
 
 
@@ -46,7 +53,10 @@ def system_text(fields: Iterable[str], levels: Iterable[str], operators: Iterabl
         raise ValueError(f"reasoning must be None, True or False, got {reasoning!r}")
     vocab = _VOCAB.format(fields=" ".join(fields), levels=" ".join(levels) or "none",
                           ops=" ".join(sorted(operators)))
-    return f"{_TASK}\n{vocab}\n{ANSWER_FORMATS[reasoning]}"
+    from gymkit.dsl.extract import MAX_ANSWER_CHARS
+
+    rules = _ANSWER_RULES.format(limit=MAX_ANSWER_CHARS)
+    return f"{_TASK}\n{vocab}\n{ANSWER_FORMATS[reasoning]} {rules}"
 
 
 def render_prompt(brief: str | None, fields: Iterable[str], levels: Iterable[str],

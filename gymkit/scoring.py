@@ -12,7 +12,8 @@
    environment's costs and CPCV.
    **Stress** (:func:`run_stress`, only with stress worlds): the same formula re-scored in
    each JEPA stress world with the same costs and CPCV; R3 reads the mean drop.
-3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward`).  The channel table of
+3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward` from the channel table:
+   banded so that every invalid answer scores below every valid one).  The channel table of
    :mod:`gymkit.verifiers.channels`.  Validity is decided before layer 3 runs and nothing in
    layer 3 can change it; invalid answers get R1/R6 penalties and 0 elsewhere.
 
@@ -53,7 +54,7 @@ from gymkit.verifiers.channels import (
     AnswerFacts,
     ChannelParams,
     compute_channels,
-    motif_guard_triggered,
+    scalar_reward,
 )
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.oracle import BacktestResult, backtest
@@ -308,9 +309,8 @@ def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:
         return AnswerFacts(**base)
     return AnswerFacts(
         **base, cpcv=bt.cpcv.score, turnover=bt.metrics.turnover, ic=bt.metrics.ic,
-        # R4 reads the additive split raw = factor part + residual part, both in the P&L's own
-        # volatility (FactorExposure.factor_sharpe), not the residual's own Sharpe, which blows
-        # up when the factors span the P&L and the residual is mostly costs.
+        # R4 reads the additive split raw = factor part + residual part of verifiers.factors
+        # (gross P&L on gross factors, costs shared by R²): the tear sheet's numbers.
         raw_sharpe=bt.factors.raw_sharpe,
         residual_sharpe=bt.factors.raw_sharpe - bt.factors.factor_sharpe,
         mean_is=bt.cpcv.mean_is, mean_oos=bt.cpcv.mean_oos,
@@ -324,18 +324,6 @@ def risk_channels(facts: Sequence[AnswerFacts], active: Sequence[str],
                   params: ChannelParams) -> list[dict[str, float]]:
     """Layer 3: raw channel values per answer (validity is an input, never an output)."""
     return compute_channels(facts, active, params)
-
-
-def scalar_reward(channels: dict[str, float], priorities: dict[str, float], f: AnswerFacts,
-                  params: ChannelParams) -> tuple[float, bool]:
-    """Return (Σ priority·channel, capped): capped at 0 when R10 is active and fires."""
-    r = 0.0
-    for name, v in channels.items():
-        r += priorities[name] * v
-    capped = "motif_guard" in channels and motif_guard_triggered(f, params)
-    if capped:
-        r = min(r, 0.0)
-    return r + 0.0, capped
 
 
 def card_metrics(st: AnswerState, nov: Novelty, f: AnswerFacts, capped: bool) -> dict[str, object]:

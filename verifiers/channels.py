@@ -31,13 +31,15 @@ R2    pbo                1.0    group, per CPCV split: over the VALID answers, r
 R3    jepa_stress        0.4    −min(1, 0.4·log(1 + mean CPCV drop over the stress worlds))
                                 (drop floored at 0), in [−1, 0].  Needs stress worlds: not
                                 active in an environment without them.
-R4    factor_neutrality  0.4    −0.4·clip(raw Sharpe − residual Sharpe, 0, 3) after the five
-                                factors; in [−1.2, 0] (1.5 → 0.3 pays −0.48).  "Residual
-                                Sharpe" here is the residual's share of the raw Sharpe in the
-                                P&L's own volatility, mean(α + ε)/std(pnl)·√252, so raw −
-                                residual = the factor part's Sharpe (FactorExposure
-                                .factor_sharpe); the residual's own Sharpe reaches −40 when the
-                                factors span a book and only its cost series is left.
+R4    factor_neutrality  0.4    −0.4·clip(raw Sharpe − residual Sharpe, 0, 3) after the six
+                                factors (market, size, 12-1 momentum, 5-day reversal, low
+                                vol, price level: verifiers/factors.py); in [−1.2, 0] (1.5 →
+                                0.3 pays −0.48).  The gross P&L is regressed on the gross
+                                factor books, then costs are charged (the factors bear the
+                                share R² of them); raw − residual = the factor part's Sharpe
+                                in the net P&L's own volatility (FactorExposure
+                                .factor_sharpe).  A pure factor book: residual 0, pays for
+                                its whole net Sharpe; an orthogonal effect pays ≈ 0.
 R5    turnover           1.0    −2·max(0, turnover − 0.5); turnover ≤ 2 so in [−3, 0].
 R6    min_turnover       0.5    0 at turnover ≥ 0.06; linear from 0 at 0.06 to −1.0 at 0.02;
                                 below 0.02 the answer is invalid and R6 = −1.0 (also on an
@@ -57,16 +59,38 @@ R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC 
                                 the card's scalar reward is then capped at 0; else 0.
 R11   complexity         0.2    −0.02·max(0, node_count − 24); in (−∞, 0].
 R12   format             1.0    +0.05 when a reasoning block precedes the tag, else 0.
-R13   brief_compliance   0.0    −(failed / checked) of the brief's machine-checkable facets
+R13   brief_compliance   1.0    −(failed / checked) of the brief's machine-checkable facets
                                 (gymkit.briefs: mechanism, horizon, input rule, structural
-                                hint, forbidden pattern, compactness) on the AST, in [−1, 0];
-                                0 when no generated brief is given.  OFF by default (not in
-                                the default active channels, priority 0), so the seed's 12
-                                channels are reproduced exactly; the seed trusted the prompt.
+                                hint, forbidden pattern, compactness) on the AST, in [−1, 0].
+                                Active in briefed use only: ``env.score(…, brief=text)``,
+                                ``score_group(…, brief=…)``, ``gymkit score --brief``, the
+                                adapters' brief ids; scoring without a brief leaves it out
+                                (the seed's 12 channels exactly).  A brief text the generator
+                                did not make is not checked (0, with a note).
 ====  =================  =====  ==========================================================
 
 Invalid answers (layer 1 failed): R1 and R6 as above, every other channel exactly 0; no
 channel function can make an answer valid (validity is decided before this table runs).
+
+Scalar reward (``card.reward``, what every trainer that takes one number receives:
+:func:`scalar_reward`).  Two bands that never meet, so that no malformed output can
+outscore a valid answer, whatever the channels, priorities or thresholds:
+
+* valid answers: s = Σ priority·channel over the active channels (the motif guard R10 caps
+  s at 0), then ``soft_floor(s)`` = s for s ≥ 0 and B·s/(B − s) for s < 0, with
+  B = :data:`VALID_FLOOR_WIDTH` = 2.  soft_floor is strictly increasing, continuous with
+  slope 1 at 0, leaves every reward ≥ 0 unchanged and maps (−∞, 0) into (−2, 0); in floating
+  point a valid reward is ≥ −2.0 (clamped, and −∞/NaN sums count as −∞).  Only +, −, ×, ÷
+  (IEEE-exact): the same bits on every machine.
+* invalid answers: one fixed value per gate layer, whatever the channels hold —
+  −3.5 tag failure (missing_tag, empty_tag, multiple_tags, unclosed_tag) <
+  −3.0 text failure (syntax, names, limits, availability, answer_too_long) <
+  −2.5 book-gate failure (turnover floor, empty/constant book, failed evaluation)
+  (:data:`INVALID_REWARDS`).  Every invalid reward ≤ −2.5 < −2.0 ≤ every valid reward.
+
+Plain GRPO on this scalar, (r − mean)/std within a group, is strictly increasing in r, so it
+never ranks an invalid answer above a valid one either.  The raw channels in the card are
+unchanged; GDPO (gymkit.advantages) reads them, not the scalar.
 """
 
 from __future__ import annotations
@@ -86,21 +110,32 @@ __all__ = [
     "CHANNELS",
     "CHANNEL_NAMES",
     "CHANNEL_TABLE_VERSION",
+    "INVALID_REWARDS",
+    "VALID_FLOOR_WIDTH",
     "AnswerFacts",
     "Channel",
     "ChannelParams",
     "channel",
     "compute_channels",
+    "invalid_reward",
     "motif_guard_triggered",
+    "scalar_reward",
+    "soft_floor",
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v2"  # v2: R13 brief_compliance (off by default)
+CHANNEL_TABLE_VERSION = "channels-v3"  # v3: banded scalar reward, R4 gross-on-gross with six
+# factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
 BOOK_GATE_CODES = frozenset({"turnover_floor", "degenerate_book", "evaluation_failed"})
 #: Gate codes for which R6 is −1.0 on the invalid card (the book trades below the floor).
 FLOOR_CODES = frozenset({"turnover_floor", "degenerate_book"})
+
+#: Width B of the valid band below 0: valid rewards lie in [−B, ∞) (module doc).
+VALID_FLOOR_WIDTH = 2.0
+#: The scalar reward of an invalid answer, by gate layer (module doc); all below −B.
+INVALID_REWARDS: dict[str, float] = {"tag": -3.5, "text": -3.0, "book": -2.5}
 
 
 @dataclass(frozen=True)
@@ -325,6 +360,7 @@ class Channel:
     scores_invalid: bool = False
     needs: str = ""
     default_on: bool = True  # in an environment's active channels unless configured otherwise
+    # (R13 is off by default and joins the active channels whenever a brief is given)
 
 
 _INF = math.inf
@@ -352,7 +388,7 @@ CHANNELS: tuple[Channel, ...] = (
             ("is_single_motif", "is_price_only", "ic"), motif_guard_channel),
     Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel),
     Channel("R12", "format", 1.0, (0.0, 0.05), False, ("has_reasoning",), format_channel),
-    Channel("R13", "brief_compliance", 0.0, (-1.0, 0.0), False, ("brief_compliance",),
+    Channel("R13", "brief_compliance", 1.0, (-1.0, 0.0), False, ("brief_compliance",),
             brief_compliance_channel, default_on=False),
 )
 
@@ -390,3 +426,43 @@ def compute_channels(
         for i, f in enumerate(group):
             out[i][ch.name] = float(ch.fn(f, params)) if (f.valid or ch.scores_invalid) else 0.0
     return out
+
+
+# ----------------------------------------------------------------- the scalar reward
+def soft_floor(s: float) -> float:
+    """Map a valid answer's Σ priority·channel into [−B, ∞): identity on s ≥ 0,
+    B·s/(B − s) below (strictly increasing; module doc "Scalar reward")."""
+    b = VALID_FLOOR_WIDTH
+    if s >= 0.0:
+        return s + 0.0
+    if not s > -math.inf:   # −inf or NaN: the bottom of the valid band
+        return -b
+    return max(-b, b * s / (b - s))
+
+
+def invalid_reward(error_code: str | None) -> float:
+    """The fixed scalar reward of an invalid answer with gate code ``error_code``:
+    tag failure < text (parse/limit) failure < book-gate failure (module doc)."""
+    if error_code in TAG_CODES:
+        return INVALID_REWARDS["tag"]
+    if error_code in BOOK_GATE_CODES:
+        return INVALID_REWARDS["book"]
+    return INVALID_REWARDS["text"]
+
+
+def scalar_reward(channels: dict[str, float], priorities: dict[str, float], f: AnswerFacts,
+                  params: ChannelParams) -> tuple[float, bool]:
+    """Return (scalar reward, capped) of one answer (module doc "Scalar reward").
+
+    Invalid: :func:`invalid_reward` of its gate code.  Valid: ``soft_floor`` of
+    Σ priority·channel, capped at 0 first when R10 is active and fires (``capped``).
+    """
+    if not f.valid:
+        return invalid_reward(f.error_code), False
+    r = 0.0
+    for name, v in channels.items():
+        r += priorities[name] * v
+    capped = "motif_guard" in channels and motif_guard_triggered(f, params)
+    if capped:
+        r = min(r, 0.0)
+    return soft_floor(r), capped

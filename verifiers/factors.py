@@ -1,4 +1,4 @@
-"""The five-factor model and the regression of a formula's daily P&L on it (DESIGN §4, R4).
+"""The six-factor model and the regression of a formula's daily P&L on it (DESIGN §4, R4).
 
 Factor daily returns over the judged days, each with the formulas' timing (signal
 at close(t), fill at open(t+1), earn open(t+1) → open(t+2), labelled t):
@@ -10,22 +10,36 @@ at close(t), fill at open(t+1), earn open(t+1) → open(t+2), labelled t):
 ``momentum``    rank book of the 12-1 momentum close[t−21] / close[t−252] − 1
 ``reversal``    rank book of −(close[t] / close[t−5] − 1)  (5-day reversal)
 ``low_vol``     rank book of −std(returns over the 63 sessions ending at t, ddof=1)
+``price_level`` rank book of −log close[t]: cheap minus expensive stocks (the rank of
+                −log close is the rank of −close, which is what is computed: no
+                transcendental function, the same bits everywhere)
 =============== ==================================================================
 
 A "rank book" is the formula book of :mod:`.book` (centred ranks, gross 1) with no
-costs.  Rolling windows need every value finite (pandas ``min_periods=d``).
+costs, so a formula that is one of these signals has exactly that factor's gross P&L.
+Rolling windows need every value finite (pandas ``min_periods=d``).
 
-Regression: ordinary least squares with an intercept of the daily net P&L y on the
-five factor returns F: ``y = α + F β + ε``.  Reported: ``betas``, ``alpha`` (daily),
-``r2``, ``raw_sharpe`` = sharpe(y), ``residual_sharpe`` = sharpe(α + ε) =
-sharpe(y − F β), ``sharpe_explained`` = raw − residual (the R4 input) and
-``share_explained`` = (raw − residual) / |raw| (0.0 when raw = 0).  A residual
-that is only rounding (max |α + ε| ≤ 1e-12 · max |y|: the P&L is spanned by the
-factors) has residual Sharpe 0.
+Regression, like with like: the factor returns are gross (no costs), so the formula's
+**gross** daily P&L g is regressed on them, OLS with an intercept: ``g = α + F β + ε``,
+with R² of that fit; then costs c are charged (net = g − c), the factors bearing the share
+R² of them and the residual the share 1 − R².  Reported, in the net P&L's own volatility
+sd = std(net) (ddof 1), annualised by √252:
+
+* ``raw_sharpe`` = sharpe(net);
+* ``factor_sharpe`` = (mean(F β) − R²·mean(c)) / sd · √252 — the factors' part;
+* ``residual_sharpe`` = (mean(α + ε) − (1 − R²)·mean(c)) / sd · √252 — the rest;
+
+so raw = factor part + residual part (up to rounding).  A pure factor book has g = F β,
+R² = 1 and a residual Sharpe of 0; an effect orthogonal to the factors has R² ≈ 0 and keeps
+its raw Sharpe.  ``sharpe_explained`` = factor_sharpe (R4 reads −0.4·clip(it, 0, 3)) and
+``share_explained`` = factor_sharpe / |raw| (0.0 when raw = 0).  A gross residual that is
+only rounding (max |α + ε| ≤ 1e-12 · max |g|: g is spanned by the factors) counts as
+exactly 0 with R² = 1.  (Regressing *net* P&L on gross factors, as before, left the cost
+series in the residual: a residual Sharpe of −19 for a reversal clone.)
 
 Solved by a QR factorisation of [1, F] (classical Gram–Schmidt applied twice,
 numerically as orthogonal as Householder) computed once per factor model and
-reused for every formula: β = R⁻¹ Qᵀ y.  Own kernel rather than numpy/LAPACK so
+reused for every formula: β = R⁻¹ Qᵀ g.  Own kernel rather than numpy/LAPACK so
 that every sum has a fixed order (bit-identical across thread counts).  A factor
 collinear with the others (or all zero) gets β = 0.
 """
@@ -42,7 +56,8 @@ from .metrics import _sharpe_from, numpy_mean, numpy_std
 
 __all__ = ["FACTOR_NAMES", "FactorExposure", "FactorModel", "build_factor_model", "factor_signals"]
 
-FACTOR_NAMES: tuple[str, ...] = ("market", "size", "momentum", "reversal", "low_vol")
+FACTOR_NAMES: tuple[str, ...] = ("market", "size", "momentum", "reversal", "low_vol",
+                                  "price_level")
 SIZE_ADV_WINDOW = 20
 MOMENTUM_SKIP = 21
 MOMENTUM_LOOKBACK = 252
@@ -102,7 +117,7 @@ def _ratio(num: np.ndarray, den: np.ndarray, lag_num: int, lag_den: int) -> np.n
 
 
 def factor_signals(close: np.ndarray, volume: np.ndarray, cap: np.ndarray | None) -> dict[str, np.ndarray]:
-    """Return the (T, N) signal values of the four rank-book factors (module doc)."""
+    """Return the (T, N) signal values of the five rank-book factors (module doc)."""
     close = np.ascontiguousarray(close, dtype=np.float64)
     if cap is not None:
         size = np.array(cap, dtype=np.float64)
@@ -114,6 +129,7 @@ def factor_signals(close: np.ndarray, volume: np.ndarray, cap: np.ndarray | None
         "momentum": _ratio(close, close, MOMENTUM_SKIP, MOMENTUM_LOOKBACK),
         "reversal": -_ratio(close, close, 0, REVERSAL_WINDOW),
         "low_vol": -_rolling_std(rets, LOW_VOL_WINDOW),
+        "price_level": np.where(close > 0.0, -close, np.nan),  # rank of −log close
     }
 
 
@@ -172,8 +188,10 @@ def _ols(q: np.ndarray, r: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _regress(q: np.ndarray, r: np.ndarray, f: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """OLS of y on [1, F] and every statistic of :meth:`FactorModel.regress`, in one kernel.
+def _regress(q: np.ndarray, r: np.ndarray, f: np.ndarray, g: np.ndarray,
+             c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """OLS of gross g on [1, F], then costs c charged; every statistic of
+    :meth:`FactorModel.regress` in one kernel (module doc).
 
     Returns (β, stats) with stats = (r2, raw Sharpe, residual Sharpe, factor Sharpe).
     Each sum is the same day-order chain as in the one-statistic definitions
@@ -181,46 +199,48 @@ def _regress(q: np.ndarray, r: np.ndarray, f: np.ndarray, y: np.ndarray) -> tupl
     bit-exact replicas), several chains per loop.
     """
     n, k = f.shape
-    beta = _ols(q, r, y)
-    resid = np.empty(n)  # alpha + epsilon = y - F beta
-    sy = 0.0
-    se = 0.0
-    ymax = 0.0
+    beta = _ols(q, r, g)
+    resid = np.empty(n)  # alpha + epsilon = g - F beta
+    net = np.empty(n)
+    sg = 0.0
+    sn = 0.0
+    gmax = 0.0
     emax = 0.0
     for i in range(n):
-        s = y[i]
-        for c in range(k):
-            s -= f[i, c] * beta[c + 1]
+        s = g[i]
+        for j in range(k):
+            s -= f[i, j] * beta[j + 1]
         resid[i] = s
-        sy += y[i]
-        se += s
-        ymax = max(ymax, abs(y[i]))
+        net[i] = g[i] - c[i]
+        sg += g[i]
+        sn += net[i]
+        gmax = max(gmax, abs(g[i]))
         emax = max(emax, abs(s))
-    my = sy / max(n, 1)
-    me = se / n if n > 0 else 0.0
+    mg = sg / max(n, 1)
+    mn = sn / max(n, 1)
     sst = 0.0
     sse = 0.0
-    ve = 0.0
+    ssn = 0.0
     for i in range(n):
-        dy = y[i] - my
-        sst += dy * dy
+        dg = g[i] - mg
+        sst += dg * dg
         e = resid[i] - beta[0]
         sse += e * e
-        de = resid[i] - me
-        ve += de * de
+        dn = net[i] - mn
+        ssn += dn * dn
+    spanned = not emax > 1e-12 * gmax
     stats = np.zeros(4)
-    stats[0] = 1.0 - sse / sst if sst > 0.0 else 0.0
-    raw = _sharpe_from(n, my, sst)
+    r2 = 1.0 if spanned else (1.0 - sse / sst if sst > 0.0 else 0.0)
+    stats[0] = r2
+    raw = _sharpe_from(n, mn, ssn)
     stats[1] = raw
-    # a residual that is only rounding (P&L fully spanned by the factors) has Sharpe 0
-    stats[2] = _sharpe_from(n, me, ve) if emax > 1e-12 * ymax else 0.0
-    # Additive split of the raw Sharpe in the P&L's own volatility: raw = factor_sharpe +
-    # mean(α + ε)/std(pnl)·√252.  Unlike residual_sharpe (Sharpe of α + ε in the residual's
-    # volatility), it stays bounded when the factors explain nearly all the variance and the
-    # residual is little more than the cost series (residual Sharpes of −40 were seen).
-    sd = numpy_std(y, 1) if n > 1 else 0.0
+    sd = numpy_std(net, 1) if n > 1 else 0.0
     if raw != 0.0 and sd > 0.0:
-        stats[3] = (numpy_mean(y) - numpy_mean(resid)) / sd * np.sqrt(252.0)
+        mc = numpy_mean(c)
+        mr = 0.0 if spanned else numpy_mean(resid)
+        scale = np.sqrt(252.0) / sd
+        stats[2] = (mr - (1.0 - r2) * mc) * scale
+        stats[3] = (numpy_mean(g) - mr - r2 * mc) * scale
     return beta, stats
 
 
@@ -235,7 +255,7 @@ class FactorExposure:
     residual_sharpe: float
     sharpe_explained: float
     share_explained: float
-    factor_sharpe: float = 0.0  # mean of the fitted factor part F·β over std(pnl), ×√252
+    factor_sharpe: float = 0.0  # (mean F·β − R²·mean cost) / std(net) · √252 (module doc)
 
     def to_dict(self) -> dict[str, object]:
         """Return a JSON-ready dict."""
@@ -248,7 +268,7 @@ class FactorExposure:
 class FactorModel:
     """Daily factor returns over one window's judged days, with the QR of [1, F] ready for OLS.
 
-    ``names`` (FACTOR_NAMES), ``returns`` (D, 5) read-only, ``fingerprint`` of the
+    ``names`` (FACTOR_NAMES), ``returns`` (D, 6) read-only, ``fingerprint`` of the
     panel it was built from.  :meth:`regress` regresses any (D,) series on it.
     """
 
@@ -269,23 +289,26 @@ class FactorModel:
         design[:, 1:] = f
         self._q, self._r = _qr_cgs2(design)
 
-    def regress(self, pnl: np.ndarray) -> FactorExposure:
-        """OLS with intercept of daily ``pnl`` (D,) on the factor returns → :class:`FactorExposure`."""
-        y = np.ascontiguousarray(pnl, dtype=np.float64)
-        if y.shape != (self.returns.shape[0],):
-            raise ValueError(f"pnl shape {y.shape} does not match the factor model's {self.returns.shape[0]} days")
-        beta, stats = _regress(self._q, self._r, self.returns, y)
+    def regress(self, gross: np.ndarray, cost: np.ndarray | None = None) -> FactorExposure:
+        """Regress the daily ``gross`` P&L (D,) on the factor returns, then charge the daily
+        ``cost`` (D,; None = no costs) → :class:`FactorExposure` (module doc)."""
+        g = np.ascontiguousarray(gross, dtype=np.float64)
+        if g.shape != (self.returns.shape[0],):
+            raise ValueError(f"pnl shape {g.shape} does not match the factor model's {self.returns.shape[0]} days")
+        c = np.zeros_like(g) if cost is None else np.ascontiguousarray(cost, dtype=np.float64)
+        if c.shape != g.shape:
+            raise ValueError(f"cost shape {c.shape} does not match the P&L's {g.shape}")
+        beta, stats = _regress(self._q, self._r, self.returns, g, c)
         b = beta.tolist()
         r2, raw, res, fac = stats.tolist()
-        diff = raw - res
         return FactorExposure(
             betas=dict(zip(self.names, b[1:], strict=True)),
             alpha=b[0],
             r2=r2,
             raw_sharpe=raw,
             residual_sharpe=res,
-            sharpe_explained=diff,
-            share_explained=diff / abs(raw) if raw != 0.0 else 0.0,
+            sharpe_explained=fac,
+            share_explained=fac / abs(raw) if raw != 0.0 else 0.0,
             factor_sharpe=fac,
         )
 

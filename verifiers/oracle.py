@@ -143,7 +143,7 @@ def backtest(
     cv_result = cv.evaluate(net, full_sharpe=metrics.sharpe)  # paths = the whole window's Sharpe
     t5 = time.perf_counter()
 
-    exposure = ctx.factors.regress(net)
+    exposure = ctx.factors.regress(book.gross, cost)  # gross on gross factors, then costs
     t6 = time.perf_counter()
 
     for a in (book.weights, book.gross, book.turnover, book.long, book.short, book.ic, cost, net):

@@ -211,14 +211,18 @@ def _stress_note(env: Environment, card: ScoreCard) -> str:
 
 
 def study_formula(env: Environment, text: str, *, holdout: bool = True,
-                  label: str | None = None) -> FormulaStudy:
+                  label: str | None = None, card: ScoreCard | None = None) -> FormulaStudy:
     """Score ``text`` (a formula or a whole answer) on ``env`` and gather the tear-sheet data.
 
     ``holdout=False`` leaves the holdout out entirely (for use while a run is still being
-    selected).  An invalid answer gives a study with its card and no backtests.
+    selected).  ``card``: the answer's card as already scored in its group (the demo's), so
+    the sheet shows that reward (group channels included); by default it is scored alone.
+    An invalid answer gives a study with its card and no backtests.
     """
     completion = as_completion(text)
-    card = env.score(completion)
+    if card is not None and card.env_fingerprint != env.fingerprint:
+        raise ValueError("card was scored by another environment than the report's")
+    card = env.score(completion) if card is None else card
     nan = np.full(len(HORIZONS), np.nan)
     train = hold = None
     ic_tr, ic_ho = nan, nan

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from gymkit.card import ScoreCard
 from gymkit.env import Environment
 from gymkit.jsonl import parse_json_line
 
@@ -26,9 +27,12 @@ def write_page(html_text: str, out_dir: str | Path) -> Path:
 
 
 def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout: bool = True,
-                   generated_at: str | None = None, label: str | None = None) -> Path:
-    """Write the tear sheet of one answer (a bare formula or a completion); return its path."""
-    study = study_formula(env, text, holdout=holdout, label=label)
+                   generated_at: str | None = None, label: str | None = None,
+                   card: ScoreCard | None = None) -> Path:
+    """Write the tear sheet of one answer (a bare formula or a completion); return its path.
+
+    ``card``: its card as scored in a group (the demo passes it: the same reward shown)."""
+    study = study_formula(env, text, holdout=holdout, label=label, card=card)
     return write_page(formula_page(study, env.notes, generated_at), out_dir)
 
 

@@ -90,7 +90,8 @@ def _footer(card: ScoreCard) -> str:
     return (f"gymkit {esc(card.gymkit_version)} · env <code>{esc(card.env_id)}</code> "
             f"{esc(card.env_fingerprint[:16])} · data {esc(card.data_fingerprint[:16])} · "
             f"archive v{card.archive_version} ({esc(card.archive_digest[:12])}) · channel values are "
-            "raw; reward = Σ priority × value (capped at 0 when the motif guard fires). "
+            "raw; reward = Σ priority × value (capped at 0 when the motif guard fires; below 0 "
+            "softly floored into (−2, 0); invalid answers −3.5 / −3.0 / −2.5 by gate layer). "
             "Holdout numbers are computed for this report only: scoring and checkpoint "
             "selection never see them.")
 
@@ -241,8 +242,10 @@ def _ic(s: FormulaStudy) -> tuple[str, str]:
 
 
 def _factors(s: FormulaStudy) -> tuple[str, str]:
-    intro = ("OLS of the daily net P&L on five factor books (market, size, 12-1 momentum, 5-day "
-             "reversal, low volatility). R4 penalises the Sharpe the factors explain.")
+    intro = ("OLS of the daily gross P&L on six gross factor books (market, size, 12-1 momentum, "
+             "5-day reversal, low volatility, price level), then costs charged, the factors bearing "
+             "the share R² of them: raw Sharpe = factor part + residual part, both in the net "
+             "P&L's volatility. R4 = −0.4·clip(factor part, 0, 3): the score card's numbers.")
     tr, ho = s.train, s.holdout
     if tr is None or s.factor_returns is None:
         return _no_backtest(s), intro
@@ -251,8 +254,9 @@ def _factors(s: FormulaStudy) -> tuple[str, str]:
     bars = [(beta, "train", _P["train"])]
     if ho is not None:
         bars.append((np.array([ho.factors.betas[n] for n in names]), "holdout", _P["holdout"]))
-    explained = s.factor_returns @ beta
-    resid = np.asarray(tr.net) - explained
+    r2, cost = tr.factors.r2, np.asarray(tr.cost)
+    explained = s.factor_returns @ beta - r2 * cost
+    resid = np.asarray(tr.net) - explained   # α + ε − (1 − R²)·cost
     svg = fg.bar_svg("factor-betas", [{"title": "factor betas", "labels": names, "bars": bars}],
                      height=2.5)
     svg += fg.series_svg("factor-residual", [{
@@ -262,7 +266,7 @@ def _factors(s: FormulaStudy) -> tuple[str, str]:
                                  (np.cumsum(resid), "residual", _P["capped"], "-")]}], height=2.6)
     rows = []
     for key, label, spec in (("raw_sharpe", "raw Sharpe", "+.2f"),
-                             ("residual_sharpe", "residual Sharpe", "+.2f"),
+                             ("residual_sharpe", "residual Sharpe (net of its cost share)", "+.2f"),
                              ("sharpe_explained", "Sharpe explained", "+.2f"),
                              ("factor_sharpe", "factor part's Sharpe (R4 input)", "+.2f"),
                              ("share_explained", "share explained", "+.0%"), ("r2", "R²", ".3f")):
@@ -278,6 +282,17 @@ def _factors(s: FormulaStudy) -> tuple[str, str]:
     return svg + table(["", "train", "holdout"], rows, [False, True, True]), intro
 
 
+def _reward_why(c: ScoreCard, total: float) -> str:
+    """How the card's scalar reward follows from Σ priority × value (verifiers/channels.py)."""
+    if not c.valid:
+        return "invalid: the fixed value of its gate layer (every invalid answer below every valid one)"
+    if c.motif_capped:
+        return "capped at 0 by the motif guard"
+    if total < 0:
+        return f"Σ priority × value = {total:+.3f}, softly floored: 2·s/(2 − s)"
+    return "Σ priority × value"
+
+
 def _channels(s: FormulaStudy, notes: tuple[str, ...]) -> tuple[str, str]:
     c = s.card
     rows, total = [], 0.0
@@ -287,7 +302,7 @@ def _channels(s: FormulaStudy, notes: tuple[str, ...]) -> tuple[str, str]:
         rows.append([channel(name).id, f"<code>{esc(name)}</code>", fmt(v, "+.3f"), fmt(pr, "g"),
                      fmt(pr * v, "+.3f"), esc(s.reasons.get(name, ""))])
     rows.append(["", "<b>reward</b>", "", "", f"<b>{fmt(c.reward, '+.3f')}</b>",
-                 esc("capped at 0 by the motif guard" if c.motif_capped else "Σ priority × value")])
+                 esc(_reward_why(c, total))])
     body = table(["id", "channel", "value", "priority", "priority × value", "why"], rows,
                  [False, False, True, True, True, False], raw=True)
     if notes:

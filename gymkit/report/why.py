@@ -33,7 +33,7 @@ def _cpcv(card: ScoreCard, p: ChannelParams) -> str:
     if not card.valid:
         code = card.error.code if card.error else "?"
         kind = "tag failure" if code in TAG_CODES else "gate failure"
-        return f"invalid answer ({code}): fixed {kind} penalty"
+        return f"invalid answer ({code}): fixed {kind} penalty (the scalar reward's invalid band)"
     sr = np.asarray(_m(card, "cpcv", "test_sharpes") or [], dtype=np.float64)
     if sr.size == 0:
         return "no CPCV split Sharpes on the card"
@@ -76,16 +76,17 @@ def _factor(card: ScoreCard, p: ChannelParams) -> str:
     if raw is None or (res is None and part is None):
         return "no factor regression on the card"
     if part is not None:  # R4's input: the factor part's Sharpe in the P&L's own volatility
+        rest = f", residual {res:+.2f}" if res is not None else ""
         if part <= 0:
-            return (f"the five factors explain no Sharpe (factor part {part:+.2f} of raw "
-                    f"{raw:+.2f}): no penalty")
-        return (f"the five factors explain Sharpe {part:.2f} of the raw {raw:+.2f} → "
+            return (f"the six factors explain no Sharpe (factor part {part:+.2f} of raw "
+                    f"{raw:+.2f}{rest}): no penalty")
+        return (f"the six factors explain Sharpe {part:.2f} of the raw {raw:+.2f}{rest} → "
                 f"−{p.factor_scale:g} × {min(part, p.factor_clip):.2f}")
     diff = raw - res
     if diff <= 0:
-        return (f"raw Sharpe {raw:+.2f} ≤ residual {res:+.2f} after the five factors: nothing "
+        return (f"raw Sharpe {raw:+.2f} ≤ residual {res:+.2f} after the six factors: nothing "
                 "explained, no penalty")
-    return (f"raw Sharpe {raw:+.2f} − residual {res:+.2f} = {diff:.2f} explained by the five "
+    return (f"raw Sharpe {raw:+.2f} − residual {res:+.2f} = {diff:.2f} explained by the six "
             f"factors → −{p.factor_scale:g} × {min(diff, p.factor_clip):.2f}")
 
 

@@ -27,7 +27,8 @@ def test_valid_card_carries_metrics_fingerprints_and_timings(env) -> None:
     assert m["n_days"] == env.n_days == 3050 and 0 < m["turnover"] < 2
     assert len(m["cpcv"]["test_sharpes"]) == 15 and len(m["cpcv"]["path_sharpes"]) == 5
     assert m["cpcv"]["score"] == card.channels["cpcv"]
-    assert set(m["factors"]["betas"]) == {"market", "size", "momentum", "reversal", "low_vol"}
+    assert set(m["factors"]["betas"]) == {"market", "size", "momentum", "reversal", "low_vol",
+                                          "price_level"}
     assert m["structure"]["lookback"] == 5 and m["structure"]["fields"] == ["returns"]
     assert m["last_date"] < env.config.split["train_end"]
     assert tuple(card.timings) == TIMING_PHASES and card.timings["stress"] > 0.0

@@ -39,7 +39,8 @@ def test_table_is_r1_to_r12_with_design_priorities_plus_r13_off_by_default() -> 
     assert CHANNEL_NAMES == ("cpcv", "pbo", "jepa_stress", "factor_neutrality", "turnover",
                              "min_turnover", "ic", "novelty_pnl", "novelty_syntax", "motif_guard",
                              "complexity", "format", "brief_compliance")
-    assert [c.priority for c in CHANNELS] == [3.0, 1.0, 0.4, 0.4, 1.0, 0.5, 0.2, 0.4, 0.2, 0.3, 0.2, 1.0, 0.0]
+    # R13 is off by default; its priority 1.0 applies whenever a brief is given
+    assert [c.priority for c in CHANNELS] == [3.0, 1.0, 0.4, 0.4, 1.0, 0.5, 0.2, 0.4, 0.2, 0.3, 0.2, 1.0, 1.0]
     # The seed's 12-channel setup is what an environment runs unless told otherwise.
     assert [c.id for c in CHANNELS if c.default_on] == [f"R{i}" for i in range(1, 13)]
     assert [c.name for c in CHANNELS if c.group] == ["pbo"]

@@ -43,7 +43,9 @@ def test_group_fills_group_channels_and_advantages_respect_validity(env) -> None
     assert info.n_valid == 10
     np.testing.assert_allclose(info.scalar_reward, [c.reward for c in cards])
     x, valid = env.channel_matrix(cards)
-    assert x.shape == (12, 12) and valid.sum() == 10
+    # briefed: the 12 active channels plus R13 (an unknown brief text is not checked: 0)
+    assert x.shape == (12, 13) and valid.sum() == 10
+    assert all(c.channels["brief_compliance"] == 0.0 for c in cards)
 
 
 def test_single_answer_equals_group_of_one_and_pbo_is_zero(env) -> None:

@@ -14,6 +14,7 @@ from gymkit.advantages import gdpo_advantages, standardise_channels
 from gymkit.data import DEFAULT_SPLIT, default_market
 from gymkit.dsl.evaluator import evaluate
 from gymkit.verifiers import backtest
+from gymkit.verifiers.channels import INVALID_REWARDS
 
 from .conftest import tag
 
@@ -123,7 +124,7 @@ def test_jul07_books_trading_under_two_percent_are_invalid(env, formula: str) ->
     assert card.metrics["turnover"] < 0.02
     assert not card.valid and card.error.code == "turnover_floor"
     assert card.channels["cpcv"] == -0.8 and card.channels["min_turnover"] == -1.0
-    assert card.reward == pytest.approx(3.0 * -0.8 + 0.5 * -1.0)
+    assert card.reward == INVALID_REWARDS["book"]  # the book-gate value of the invalid band
     assert card.reward < env.score(REVERSAL).reward
     if formula == "rank(ts_mean(close, 250))":
         assert card.metrics["cpcv"]["score"] > 0.3  # it really was profitable
@@ -173,24 +174,27 @@ def test_jul09_windows_jittered_around_one_template(env) -> None:
 def test_jul09_known_factor_in_disguise(env) -> None:
     """Exploit (same row): arms that were a known factor (the 5-day reversal book) in disguise.
 
-    Assertion (R4): the plain reversal book, whose P&L the factor model explains (R² > 0.99),
-    pays for all of its edge: the factor part of its Sharpe is its whole gross Sharpe, and
-    R4 = −0.4·that.  Its sector-neutral version keeps an edge the factors do not explain and
-    pays for a smaller share of it.  A factor-spanned book with no edge (12-1 momentum here,
-    raw Sharpe ≈ 0) pays almost nothing: R4 charges explained Sharpe, not the residual's own
-    Sharpe, which is −40 for such a book because only its cost series is left.
+    Assertion (R4): the plain reversal book, whose gross P&L the factor model explains
+    (R² > 0.99), has no residual Sharpe and pays for all of its (net) edge: the factor part
+    of its Sharpe is its whole raw Sharpe, and R4 = −0.4·that.  Its sector-neutral version
+    keeps an edge the factors do not explain and pays for a smaller share of it.  A pure
+    factor book with no edge (12-1 momentum here, raw Sharpe ≈ 0) pays nothing and has a
+    residual Sharpe of 0 (regressing its net P&L on gross factors left the cost series:
+    −40).
     """
     plain, neutral = env.score(REVERSAL), env.score(REVERSAL_SN)
     fp, fn_ = plain.metrics["factors"], neutral.metrics["factors"]
-    assert fp["r2"] > 0.99
-    assert fp["factor_sharpe"] >= 0.95 * plain.metrics["gross_sharpe"]
+    assert fp["r2"] > 0.99 and abs(fp["residual_sharpe"]) < 0.1
+    assert fp["factor_sharpe"] >= 0.95 * fp["raw_sharpe"]
     assert plain.channels["factor_neutrality"] == pytest.approx(-0.4 * min(3.0, fp["factor_sharpe"]))
-    assert plain.channels["factor_neutrality"] < -0.6
-    share_plain = fp["factor_sharpe"] / plain.metrics["gross_sharpe"]
-    share_neutral = fn_["factor_sharpe"] / neutral.metrics["gross_sharpe"]
-    assert share_neutral < 0.6 * share_plain
+    assert plain.channels["factor_neutrality"] < -0.3
+    assert fn_["residual_sharpe"] > 0.3 > fp["residual_sharpe"]
+    share_plain = fp["factor_sharpe"] / fp["raw_sharpe"]
+    share_neutral = fn_["factor_sharpe"] / fn_["raw_sharpe"]
+    assert share_neutral < 0.7 * share_plain
     mom = env.score(tag("rank(delay(close, 21) / delay(close, 252))"))
-    assert mom.metrics["factors"]["residual_sharpe"] < -10 < mom.channels["factor_neutrality"] * 100
+    assert mom.metrics["factors"]["residual_sharpe"] == 0.0
+    assert mom.channels["factor_neutrality"] == 0.0
 
 
 def test_jul10_invalid_answers_never_get_positive_advantage(env) -> None:

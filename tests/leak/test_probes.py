@@ -19,32 +19,32 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "d477737749d2b792e5ba6e16589dedfa12e3e75c51ce784f2272a21c92a4ef41"
+FROZEN_ENV_FINGERPRINT = "87842fad7de87ef72d3b24ef039c7489dcd3b8b572bdbe7f7670a4cd1c44dafa"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '6d8bd4d3ca7df4e3b0fe47a1edae2345e6a7b2a4a40b9f48cb2292b19cf1dacf',
-     1.2040280910952132, 0.5554242405192389),
+     '5ac8a626936f97a4b7246c3975f936180454e63d8bac6a641b91cffcbf455765',
+     1.3502747090565772, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '5235fd0e979699c5fc1f3ba7624f0634ec2f2107d95b647df1c928c2c67ef812',
-     1.941589792978342, 0.5789793829717969),
+     'cef9e70a026d83e60301ff0bfe13bbc12e39fb975bbd28f5f89f2411ebe423c3',
+     1.9415686238983296, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'b3621a2b2bace79c241ce29c443a075c70bcf86b4a8dc8cdc9e427060e6ebb3d',
+     'e0eacf36fd87d2c6ea6efcf289222ef0711795285bae1e5c197979c09f97e6bb',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '2d1d06124a54cdb220605d1cde7ea7ad2b8d2e75b53f1b4a3dd36b4c61183f8a',
-     -2.9000000000000004, -0.8),
+     '3e8d9c0ad35610250e552bcc21d3046e556b16206fde97bc59e616f8be98d40c',
+     -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '6d32f8ee495d001687c8c2a73bf3b907b77f83b594fbd0ca174bfe15c6c639e8',
-     -2.4000000000000004, -0.8),
+     '95c33a8cf03f29422896e8f446fa8a96ec8cda595851bc11ca20685591a66861',
+     -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '2983b2e5c8705ee926c56d22ac3494d391df1c24360b4066e61cac2b3f1320e7',
-     -3.8519790124324103, -1.166284847935315),
+     'a2dad917fba0ec9ac505d1a77d75386b655da54ae4f067ff2e4296b1a05bbca9',
+     -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     'c7f6ce484b2bde7451c18a229f06889646195c1a25b8cb2367983bab101366d3',
-     -2.180200101799136, -0.6541933126468962),
+     '9c3bfde9d177212878d01520ea5bbb976f581fe936da149b249b03ab046c208e',
+     -1.0431819479315043, -0.6541933126468962),
 )
 
 

@@ -99,7 +99,8 @@ def costs(w: pd.DataFrame, turnover: pd.Series, spec: dict, panel_close: pd.Data
 
 
 def factor_returns(panel, fwd: pd.DataFrame, judged: pd.DatetimeIndex) -> pd.DataFrame:
-    """Market, size, 12-1 momentum, 5-day reversal, low-vol rank-book returns on the judged days."""
+    """Market, size, 12-1 momentum, 5-day reversal, low-vol and price-level rank-book returns
+    on the judged days."""
     close, volume = frame(panel, "close"), frame(panel, "volume")
     size = frame(panel, "cap") if panel.cap is not None else (close * volume).rolling(20).mean()
     rets = close / close.shift(1) - 1.0
@@ -108,6 +109,7 @@ def factor_returns(panel, fwd: pd.DataFrame, judged: pd.DatetimeIndex) -> pd.Dat
         "momentum": close.shift(21) / close.shift(252) - 1.0,
         "reversal": -(close / close.shift(5) - 1.0),
         "low_vol": -rets.rolling(63).std(),
+        "price_level": -np.log(close.where(close > 0)),
     }
     f0 = fwd.loc[judged].fillna(0.0)
     out = {"market": fwd.loc[judged].mean(axis=1, skipna=True).fillna(0.0)}
@@ -116,15 +118,24 @@ def factor_returns(panel, fwd: pd.DataFrame, judged: pd.DatetimeIndex) -> pd.Dat
     return pd.DataFrame(out)
 
 
-def regress(y: pd.Series, f: pd.DataFrame) -> dict:
-    """OLS with intercept by lstsq: betas, alpha, raw and residual (α + ε) Sharpe, r2."""
+def regress(g: pd.Series, f: pd.DataFrame, cost: pd.Series | None = None) -> dict:
+    """OLS with intercept by lstsq of the gross P&L g on the factors, then costs charged with
+    the share R² to the factors: betas, alpha, r2, raw (net) Sharpe and its additive split
+    into the factor and residual parts in the net P&L's own volatility."""
+    c = pd.Series(np.zeros(len(g))) if cost is None else pd.Series(np.asarray(cost, dtype=float))
+    y = pd.Series(np.asarray(g, dtype=float))
     x = np.column_stack([np.ones(len(f)), f.to_numpy()])
     coef, *_ = np.linalg.lstsq(x, y.to_numpy(), rcond=None)
     resid = y - f.to_numpy() @ coef[1:]
     sse = float(((resid - coef[0]) ** 2).sum())
     sst = float(((y - y.mean()) ** 2).sum())
-    return {"betas": coef[1:], "alpha": float(coef[0]), "raw_sharpe": sharpe(y),
-            "residual_sharpe": sharpe(resid), "r2": 1 - sse / sst if sst > 0 else 0.0}
+    r2 = 1 - sse / sst if sst > 0 else 0.0
+    net = y - c
+    sd = float(net.std(ddof=1))
+    scale = np.sqrt(252.0) / sd if sd > 0 else 0.0
+    return {"betas": coef[1:], "alpha": float(coef[0]), "raw_sharpe": sharpe(net), "r2": r2,
+            "residual_sharpe": float(resid.mean() - (1 - r2) * c.mean()) * scale,
+            "factor_sharpe": float(y.mean() - resid.mean() - r2 * c.mean()) * scale}
 
 
 @dataclass
@@ -191,7 +202,8 @@ def backtest(values: np.ndarray, panel, split, mode: str, cost_spec: dict, burn_
         "short_contribution": float((gross - long_).mean()), "mean_return": float(net.mean()),
     }
     cv = cpcv(net)
-    fac = regress(net, factor_returns(panel_window(panel, seen), fwd, judged)) if with_factors else {}
+    fac = (regress(gross, factor_returns(panel_window(panel, seen), fwd, judged), cost)
+           if with_factors else {})
     return RefResult(judged, w, gross, net, cost, turnover, market, ic, summary, cv, fac)
 
 

@@ -21,23 +21,27 @@ REF = load_reference()
 
 def test_regression_recovers_planted_betas_and_residual_sharpe():
     rng = np.random.default_rng(0)
-    f = rng.normal(0, 0.01, (2000, 5))
-    beta = np.array([0.5, -0.2, 0.0, 0.3, 0.1])
+    f = rng.normal(0, 0.01, (2000, 6))
+    beta = np.array([0.5, -0.2, 0.0, 0.3, 0.1, -0.4])
     eps = rng.normal(0, 0.002, 2000)
     y = 0.0004 + f @ beta + eps
-    fx = FactorModel(f).regress(y)
+    cost = 0.0001 + rng.normal(0, 1e-5, 2000)
+    fx = FactorModel(f).regress(y, cost)
     np.testing.assert_allclose(list(fx.betas.values()), beta, atol=0.02)
-    ref = REF.regress(__import__("pandas").Series(y), __import__("pandas").DataFrame(f))
+    pd = __import__("pandas")
+    ref = REF.regress(pd.Series(y), pd.DataFrame(f), pd.Series(cost))
     np.testing.assert_allclose(list(fx.betas.values()), ref["betas"], rtol=1e-9)
     assert fx.alpha == pytest.approx(ref["alpha"], rel=1e-9)
     assert fx.residual_sharpe == pytest.approx(ref["residual_sharpe"], rel=1e-9)
+    assert fx.factor_sharpe == pytest.approx(ref["factor_sharpe"], rel=1e-9)
+    assert fx.raw_sharpe == pytest.approx(ref["raw_sharpe"], rel=1e-12)
     assert fx.r2 == pytest.approx(ref["r2"], rel=1e-9)
     assert fx.sharpe_explained == pytest.approx(fx.raw_sharpe - fx.residual_sharpe)
 
 
 def test_a_pure_factor_book_has_its_sharpe_explained():
     rng = np.random.default_rng(1)
-    f = rng.normal(0.001, 0.01, (1500, 5))
+    f = rng.normal(0.001, 0.01, (1500, 6))
     fx = FactorModel(f).regress(f[:, 0] * 1.0)
     assert fx.betas["market"] == pytest.approx(1.0) and abs(fx.residual_sharpe) < 1e-6
     assert fx.share_explained == pytest.approx(1.0, abs=1e-6) and fx.r2 == pytest.approx(1.0)
@@ -45,7 +49,7 @@ def test_a_pure_factor_book_has_its_sharpe_explained():
 
 def test_collinear_factor_gets_zero_beta():
     rng = np.random.default_rng(2)
-    f = rng.normal(0, 0.01, (300, 5))
+    f = rng.normal(0, 0.01, (300, 6))
     f[:, 4] = 2 * f[:, 1]
     f[:, 2] = 0.0
     fx = FactorModel(f).regress(f[:, 1] + rng.normal(0, 0.001, 300))
@@ -84,19 +88,32 @@ def test_correlation_capped_selector_follows_the_seed_rules():
     assert correlation_capped_selection(scores, turnover, pnl, max_corr=1.01) == [1, 0, 3, 2]
 
 
-def test_factor_sharpe_is_an_additive_split_that_stays_bounded_for_a_factor_clone():
-    """A net P&L that is a factor return minus a steady cost: residual Sharpe explodes, the
-    additive factor Sharpe stays at the book's own raw Sharpe plus the cost drag."""
-    from gymkit.verifiers.factors import FactorModel
-
+def test_a_costly_factor_clone_has_no_residual_and_pays_for_its_net_sharpe():
+    """Gross P&L = a factor return, minus a steady cost: regressing gross on gross leaves no
+    residual (R² = 1, residual Sharpe 0, where regressing the net P&L left the cost series
+    with a residual Sharpe below −20), and the factor part is the whole net Sharpe."""
     rng = np.random.default_rng(7)
-    f = rng.normal(0.0005, 0.01, (3000, 5))
+    f = rng.normal(0.0005, 0.01, (3000, 6))
     model = FactorModel(f)
     cost = 0.0002 + rng.normal(0, 1e-6, 3000)
-    y = f[:, 3] - cost
-    fx = model.regress(y)
-    assert fx.residual_sharpe < -20  # the artefact: α + ε is almost only the cost series
-    mu_res = np.mean(y - f @ np.array([fx.betas[n] for n in model.names]))
-    want_res_part = mu_res / np.std(y, ddof=1) * np.sqrt(252)
-    assert fx.raw_sharpe == pytest.approx(fx.factor_sharpe + want_res_part, rel=1e-9)
-    assert 0 < fx.factor_sharpe < 2
+    fx = model.regress(f[:, 3], cost)
+    assert fx.r2 == 1.0 and fx.residual_sharpe == 0.0
+    net = f[:, 3] - cost
+    assert fx.raw_sharpe == pytest.approx(np.mean(net) / np.std(net, ddof=1) * np.sqrt(252), rel=1e-9)
+    assert fx.factor_sharpe == pytest.approx(fx.raw_sharpe, rel=1e-9)
+
+
+def test_a_planted_orthogonal_effect_keeps_its_sharpe():
+    """A P&L with an effect the factors do not carry (independent of them), on top of factor
+    exposure, with costs: its residual Sharpe keeps >= 90% of the effect's own net Sharpe."""
+    rng = np.random.default_rng(8)
+    f = rng.normal(0.0003, 0.01, (3000, 6))
+    effect = 0.0006 + rng.normal(0, 0.01, 3000)
+    cost = np.full(3000, 0.0001)
+    alone = FactorModel(f).regress(effect, cost)
+    assert alone.r2 < 0.01
+    assert alone.residual_sharpe >= 0.9 * alone.raw_sharpe > 0.5
+    mixed = FactorModel(f).regress(effect + f @ np.array([0.0, 0.3, 0.0, -0.5, 0.0, 0.4]), cost)
+    assert mixed.residual_sharpe == pytest.approx(
+        alone.raw_sharpe * np.std(effect - cost, ddof=1) / np.std(
+            effect + f @ np.array([0.0, 0.3, 0.0, -0.5, 0.0, 0.4]) - cost, ddof=1), rel=0.1)

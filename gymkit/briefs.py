@@ -52,6 +52,7 @@ __all__ = [
     "HINTS",
     "HOLDOUT_FAMILIES",
     "HORIZONS",
+    "INCOMPATIBLE",
     "INPUT_RULES",
     "MECHANISMS",
     "PROBE_SIZE",
@@ -61,6 +62,7 @@ __all__ = [
     "DifficultyReport",
     "brief_from_text",
     "check_compliance",
+    "contradictions",
     "difficulty_filter",
     "generate_briefs",
     "probe_briefs",
@@ -338,6 +340,41 @@ FACETS: dict[str, tuple[Option, ...]] = {
     "risk": RISKS,
 }
 _BY_KEY = {f: {o.key: o for o in opts} for f, opts in FACETS.items()}
+
+#: Facet options that contradict each other: ((facet, key), (facet, key), why).  The generator
+#: never emits a brief holding both (the later facet is replaced by a compatible option).
+INCOMPATIBLE: tuple[tuple[tuple[str, str], tuple[str, str], str], ...] = (
+    *((("mechanism", "reversal"), ("horizon", str(d)),
+       "short-term reversal fades the last few sessions, not multi-week windows")
+      for d in HORIZONS if d > 10),
+    (("mechanism", "trend_slope"), ("risk", "no_crowding"),
+     "persistent trends are momentum exposure"),
+)
+_CLASH: dict[tuple[str, str], set[tuple[str, str]]] = {}
+for _a, _b, _ in INCOMPATIBLE:
+    _CLASH.setdefault(_a, set()).add(_b)
+    _CLASH.setdefault(_b, set()).add(_a)
+
+
+def contradictions(facets: dict[str, str]) -> list[str]:
+    """The reasons of every pair of ``facets`` (name -> option key) in :data:`INCOMPATIBLE`."""
+    return [why for a, b, why in INCOMPATIBLE
+            if facets.get(a[0]) == a[1] and facets.get(b[0]) == b[1]]
+
+
+def _compatible(facets: dict[str, str]) -> dict[str, str]:
+    """``facets`` with each facet that clashes with an earlier one replaced by one of its
+    compatible options (the drawn option's index modulo their number, in table order):
+    deterministic, draws no random numbers."""
+    out: dict[str, str] = {}
+    for name in FACETS:
+        keys = [o.key for o in FACETS[name]]
+        ok = [k for k in keys if not any((f, v) in _CLASH.get((name, k), ()) for f, v in out.items())]
+        if not ok:  # pragma: no cover - the table leaves every facet an option
+            raise ValueError(f"no option of facet {name} is compatible with {out}")
+        drawn = facets[name]
+        out[name] = drawn if drawn in ok else ok[keys.index(drawn) % len(ok)]
+    return out
 _BY_TEXT = {f: {o.text: o for o in opts} for f, opts in FACETS.items()}
 
 
@@ -379,7 +416,8 @@ def generate_briefs(n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> list[Brief]
     """Return ``n`` distinct briefs drawn from the facet tables with ``numpy`` PCG64(``seed``).
 
     The mechanism cycles through the 12 families (balanced); the other facets are drawn
-    uniformly.  A duplicate draw is redrawn.  Same ``n`` and ``seed`` → the same list.
+    uniformly, then a facet that contradicts an earlier one (:data:`INCOMPATIBLE`) moves to
+    its next compatible option.  A duplicate draw is redrawn.  Same ``n`` and ``seed`` → the same list.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
@@ -396,7 +434,7 @@ def generate_briefs(n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> list[Brief]
         for name, opts in FACETS.items():
             if name != "mechanism":
                 facets[name] = opts[int(rng.integers(len(opts)))].key
-        b = _make(facets)
+        b = _make(_compatible(facets))
         if b.brief_id not in seen:
             seen.add(b.brief_id)
             out.append(b)

@@ -104,9 +104,28 @@ def configure_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
     p.add_argument("--json", action="store_true", help="one JSON card per line instead of the table")
     p.add_argument("--timings", action="store_true", help="with --json: include per-phase timings")
+    p.add_argument("--brief", metavar="ID_OR_TEXT", default=None,
+                   help="score against a generated brief (its brief_id or text, see `gymkit "
+                        "briefs`): brief compliance (R13) is checked on the AST and counts")
     from .market_args import add_market_args
 
     add_market_args(p)
+
+
+def _brief_text(arg: str | None) -> str | None:
+    """The text of ``--brief`` (a generated brief's id or text); ValueError for anything else."""
+    if arg is None:
+        return None
+    from .adapters.common import brief_text_of
+    from .briefs import brief_from_text
+
+    text = brief_text_of(arg.strip())
+    if text is not None:
+        return text
+    if brief_from_text(arg) is None:
+        raise ValueError(f"--brief: {arg[:40]!r} is neither the id nor the text of a generated "
+                         "brief (list them with `gymkit briefs`)")
+    return arg.strip()
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -114,14 +133,15 @@ def run_score(args: argparse.Namespace) -> int:
     from .market_args import make_env
 
     texts = _answers(args)
+    brief = _brief_text(args.brief)
     env = make_env(args)
-    cards = env.score_group(texts) if len(texts) > 1 else [env.score(texts[0])]
+    cards = env.score_group(texts, brief=brief) if len(texts) > 1 else [env.score(texts[0], brief=brief)]
     if args.json:
         for c in cards:
             print(json.dumps(c.to_dict(timings=args.timings), separators=(",", ":"),
                              allow_nan=False, ensure_ascii=False))
         return 0
-    prio = {n: float(env.config.priorities[n]) for n in env.channels}
+    prio = {n: float(env.config.priorities[n]) for n in cards[0].channels}
     if len(cards) == 1:
         print(card_table(cards[0], prio, env.setup.params))
     else:

@@ -1,8 +1,9 @@
 """Supervised fine-tuning export: verified (brief, formula, card) pairs in chat format.
 
 Input rows ``{brief_id, completion}`` (any sampler, e.g. RL rollouts).  Each brief's answers
-are scored as one group with the brief's text; a pair is kept when the card is valid and its
-scalar reward ≥ ``threshold``; pairs are de-duplicated by the bucketed canonical form (the
+are scored as one group with the brief's text; a pair is kept when the card is valid, passes
+its brief (every checkable facet: brief compliance R13 = 0) and its scalar reward ≥
+``threshold``; pairs are de-duplicated by the bucketed canonical form (the
 best reward wins, ties keep the first seen).  Row: ``brief_id``, ``messages`` (system + user
 from gymkit/prompt.py, then the assistant turn ``<alpha>formula</alpha>``), ``formula``,
 ``canonical``, ``reward``, ``card`` (the card's JSON without timings) and ``prompt_version``.
@@ -33,6 +34,8 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
         for card in env.score_group(comps, brief=brief):
             if not card.valid or card.canonical is None or not card.reward >= threshold:
                 continue
+            if brief is not None and card.channels.get("brief_compliance", 0.0) < 0.0:
+                continue  # ignores its brief: not a verified answer to it
             prev = best.get(card.canonical)
             if prev is not None and prev["reward"] >= card.reward:
                 continue

@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gymkit.verifiers.channels import CHANNELS
 
-from .compat import nemo_response_text, response_of_query
+from .compat import nemo_response_text, nemo_router, openrlhf_filter_score, response_of_query
 from .jobs import JobError, dumps
 from .metrics import Metrics
 from .models import (
@@ -419,7 +419,8 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         logs: dict[str, list[float]] = {"valid": [1.0 if e["valid"] else 0.0 for e in cards]}
         for name in env.channels:
             logs[name] = [e["channels"][name] for e in cards]
-        return _json(dumps({"rewards": rewards, "scores": rewards, "extra_logs": logs}))
+        scores = [openrlhf_filter_score(e["valid"], e["reward"]) for e in cards]  # compat.py
+        return _json(dumps({"rewards": rewards, "scores": scores, "extra_logs": logs}))
 
     @app.post("/v1/rm", response_model=SlimeResponse, responses=_ERR, tags=["compatibility"])
     async def slime(req: SlimeRequest) -> Response:
@@ -440,6 +441,7 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
                     error_code=e["error"], card_sha256=e["sha256"])
         return _json(dumps(body))
 
+    app.include_router(nemo_router)  # /seed_session, /aggregate_metrics (compat.py)
     routes = frozenset(r.path for r in app.routes if hasattr(r, "path"))
     app.add_middleware(RequestGuard, settings=s, metrics=metrics, routes=routes)
     return app

@@ -18,13 +18,45 @@ unchanged: two tags in the response are still ``multiple_tags``; trailing end-of
 tokens after ``</alpha>`` are ignored by the extractor).  slime sends the bare response;
 NeMo-Gym sends an OpenAI Responses object whose last assistant message's ``output_text``
 parts are joined.
+
+OpenRLHF trains on ``rewards`` (``card.reward``, passed through) and filters on ``scores``:
+with ``--dynamic_filtering`` it drops a prompt whose mean score over its samples is outside the
+open interval ``--dynamic_filtering_reward_range`` (default ``0 1``).  Our score is
+:func:`openrlhf_filter_score`: 1.0 for a *solved* answer (valid and reward > 0, the rule of
+``gymkit briefs --filter-answers``), else 0.0, so a group that is all solved or all unsolved is
+filtered and a mixed group is kept.
+
+NeMo-Gym resources-server contract (nemo_gym/base_resources_server.py,
+``SimpleResourcesServer``): ``POST /seed_session`` (``BaseSeedSessionRequest`` → ``{}``; the
+standard agent calls it before every rollout; scoring is stateless, so it only acknowledges),
+``POST /verify`` (in app.py: ``BaseMultiRewardVerifyResponse`` — the request echoed with
+``reward`` and ``reward_components``) and ``POST /aggregate_metrics``
+(``AggregateMetricsRequest`` → ``AggregateMetrics``), routed by :data:`nemo_router`.  Its
+statistics follow NeMo-Gym's RewardProfiler: per task (``_ng_task_index``) and over all
+rollouts, ``mean/max/min/median/std`` (sample std, 0 for one rollout) of every top-level
+numeric field (booleans as 0/1) and of each ``reward_components`` entry as a top-level name;
+``key_metrics`` are the ``mean/*`` entries (so ``mean/reward`` and ``mean/valid``, the valid
+share).
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Any
 
-__all__ = ["ASSISTANT_MARKERS", "nemo_response_text", "response_of_query"]
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["ASSISTANT_MARKERS", "NemoAggregateMetrics", "NemoAggregateMetricsRequest",
+           "aggregate_metrics", "nemo_response_text", "nemo_router", "openrlhf_filter_score",
+           "response_of_query"]
+
+#: NeMo-Gym's task / rollout index keys (nemo_gym/global_config.py).
+TASK_INDEX_KEY = "_ng_task_index"
+ROLLOUT_INDEX_KEY = "_ng_rollout_index"
+_STATS = ("mean", "max", "min", "median", "std")
+MAX_VERIFY_RESPONSES = 65536
 
 #: Assistant-turn markers of common chat templates (special-token markers only).
 ASSISTANT_MARKERS: tuple[str, ...] = (
@@ -77,3 +109,106 @@ def nemo_response_text(output: list[dict[str, Any]]) -> str:
             return "".join(str(p.get("text", "")) for p in content
                            if isinstance(p, dict) and p.get("type") in ("output_text", "text"))
     return ""
+
+
+def openrlhf_filter_score(valid: bool, reward: float) -> float:
+    """OpenRLHF's [0, 1] filtering score of one answer: 1.0 solved (valid, reward > 0), else 0.0."""
+    return 1.0 if valid and reward > 0.0 else 0.0
+
+
+class NemoSeedSessionRequest(BaseModel):
+    """``BaseSeedSessionRequest``: no fields; whatever the agent sends is accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class NemoSeedSessionResponse(BaseModel):
+    """``BaseSeedSessionResponse``: empty (scoring keeps no per-rollout state)."""
+
+
+class NemoAggregateMetricsRequest(BaseModel):
+    """``AggregateMetricsRequest``: the stripped verify responses of a run."""
+
+    verify_responses: list[dict[str, Any]] = Field(max_length=MAX_VERIFY_RESPONSES)
+
+    @field_validator("verify_responses")
+    @classmethod
+    def _task_indices(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, vr in enumerate(v):
+            idx = vr.get(TASK_INDEX_KEY, 0)
+            if isinstance(idx, bool) or not isinstance(idx, int):
+                raise ValueError(f"[{i}].{TASK_INDEX_KEY} must be an integer, got {idx!r}")
+        return v
+
+
+class NemoAggregateMetrics(BaseModel):
+    """``AggregateMetrics``: per-task, overall and headline metrics (module doc)."""
+
+    group_level_metrics: list[dict[str, Any]] = Field(default_factory=list)
+    agent_metrics: dict[str, Any] = Field(default_factory=dict)
+    key_metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+def _numeric_fields(vr: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    items = list(vr.items())
+    comps = vr.get("reward_components")
+    if isinstance(comps, dict):
+        items += [(k, v) for k, v in comps.items() if k not in vr]
+    for k, v in items:
+        if k in (TASK_INDEX_KEY, ROLLOUT_INDEX_KEY) or not isinstance(k, str):
+            continue
+        if isinstance(v, bool):
+            out[k] = float(v)
+        elif isinstance(v, (int, float)) and math.isfinite(v):
+            out[k] = float(v)
+    return out
+
+
+def _describe(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = sorted({k for r in rows for k in r})
+    out: dict[str, float] = {}
+    for stat in _STATS:
+        for k in keys:
+            vals = [r[k] for r in rows if k in r]
+            if stat == "mean":
+                out[f"mean/{k}"] = math.fsum(vals) / len(vals)
+            elif stat == "max":
+                out[f"max/{k}"] = max(vals)
+            elif stat == "min":
+                out[f"min/{k}"] = min(vals)
+            elif stat == "median":
+                out[f"median/{k}"] = float(statistics.median(vals))
+            else:
+                out[f"std/{k}"] = float(statistics.stdev(vals)) if len(vals) > 1 else 0.0
+    return out
+
+
+def aggregate_metrics(verify_responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """NeMo-Gym ``/aggregate_metrics`` body for these verify responses (module doc); deterministic."""
+    if not verify_responses:
+        return {"group_level_metrics": [], "agent_metrics": {}, "key_metrics": {}}
+    tasks: dict[int, list[dict[str, float]]] = {}
+    for vr in verify_responses:
+        tasks.setdefault(int(vr.get(TASK_INDEX_KEY, 0)), []).append(_numeric_fields(vr))
+    groups = [{**_describe(rows), TASK_INDEX_KEY: idx, "num_rollouts": len(rows)}
+              for idx, rows in sorted(tasks.items())]
+    agent = _describe([r for rows in tasks.values() for r in rows])
+    return {"group_level_metrics": groups, "agent_metrics": agent,
+            "key_metrics": {k: v for k, v in agent.items() if k.startswith("mean/")}}
+
+
+#: The NeMo-Gym routes that need no scoring job (``/verify`` is in app.py, next to the pool).
+nemo_router = APIRouter(tags=["compatibility"])
+
+
+@nemo_router.post("/seed_session", response_model=NemoSeedSessionResponse)
+async def nemo_seed_session(req: NemoSeedSessionRequest) -> dict[str, Any]:
+    """NeMo-Gym resources-server seed_session: acknowledged (stateless scoring)."""
+    return {}
+
+
+@nemo_router.post("/aggregate_metrics", response_model=NemoAggregateMetrics)
+async def nemo_aggregate_metrics(req: NemoAggregateMetricsRequest) -> dict[str, Any]:
+    """NeMo-Gym aggregate_metrics: reward, valid share and every channel, per task and overall."""
+    return aggregate_metrics(req.verify_responses)

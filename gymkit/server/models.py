@@ -254,7 +254,7 @@ class InfoResponse(BaseModel):
 
 class OpenRLHFResponse(BaseModel):
     rewards: list[float] = Field(description="scalar reward of each query (card.reward)")
-    scores: list[float] = Field(description="the same values (OpenRLHF's filtering score)")
+    scores: list[float] = Field(description="OpenRLHF's [0, 1] filtering score: 1.0 solved (valid, reward > 0)")
     extra_logs: dict[str, list[float]] = Field(description="valid and each channel, per query")
 
 

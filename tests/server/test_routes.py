@@ -11,7 +11,8 @@ from .conftest import running_server
 from .corpus import INVALID, VALID
 
 ROUTES = {"/health", "/ready", "/v1/info", "/metrics", "/v1/score", "/v1/score_group",
-          "/v1/advantages", "/v1/archive", "/v1/archive/commit", "/get_reward", "/v1/rm", "/verify"}
+          "/v1/advantages", "/v1/archive", "/v1/archive/commit", "/get_reward", "/v1/rm", "/verify",
+          "/seed_session", "/aggregate_metrics"}
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,14 @@ bytes (computed in the workers) and sends them.
 Errors: every non-2xx body is ``{"error": {"code": ..., "message": ...}}`` with a one-line
 message, never a traceback or a path.  Codes: ``invalid_request`` (422), ``malformed_json``
 (400), ``too_many_completions`` / ``answer_too_long`` / ``invalid_unicode`` (422), ``body_too_large`` (413),
-``body_timeout`` (408), ``unauthorized`` (401), ``not_found`` (404), ``method_not_allowed``
+``body_timeout`` (408), ``unauthorized`` (401), ``commits_disabled`` (403: the server listens
+beyond loopback without a token), ``not_found`` (404), ``method_not_allowed``
 (405), ``queue_full`` (429 + Retry-After), ``worker_died`` / ``worker_timeout`` /
 ``pool_unavailable`` / ``shutting_down`` (503), ``archive_version_conflict`` /
 ``request_id_conflict`` (409), ``internal_error`` (500).
+
+Commits are persisted by the pool (:mod:`gymkit.archive_db`): the archive's versions and the
+idempotency ledger survive restarts and are shared by every server on one database file.
 
 Determinism: a card entry is ``{"card_sha256": sha256(card JSON), "card": <card JSON>}`` with
 the card JSON byte-identical to ``env.score(...).to_json()``; without ``include_timings`` a
@@ -25,7 +29,6 @@ import hashlib
 import hmac
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -38,6 +41,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gymkit.verifiers.channels import CHANNELS
 
 from .compat import nemo_response_text, nemo_router, openrlhf_filter_score, response_of_query
+from .episodes import episodes_router
 from .jobs import JobError, dumps
 from .metrics import Metrics
 from .models import (
@@ -224,11 +228,10 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
     lets admitted jobs finish, then stops the pool."""
     s = settings or ServerSettings()
     metrics = Metrics()
-    commits: OrderedDict[str, tuple[str, str]] = OrderedDict()
-    commit_lock = asyncio.Lock()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        pool.attach()
         yield
         await pool.aclose(s.graceful_timeout_s)
 
@@ -317,15 +320,20 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         return _error(500, "internal_error", "internal server error")
 
     # --------------------------------------------------------------- probes
-    @app.get("/health", summary="liveness")
-    async def health() -> dict[str, str]:
-        """The process is up and serving HTTP."""
-        return {"status": "ok"}
+    @app.get("/health", summary="liveness", responses={503: {"description": "cannot serve"}})
+    async def health() -> Response:
+        """200 ``{"status": "ok"}`` while the server can serve: a scoring worker is alive or can
+        be started; 503 ``{"status": "unavailable"}`` when the pool cannot serve."""
+        if pool.serviceable:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "unavailable"}, status_code=503)
 
     @app.get("/ready", summary="readiness", responses={503: {"description": "not ready"}})
     async def ready() -> Response:
-        """Environment and data loaded and at least one scoring worker alive."""
-        body = {"ready": pool.ready, "workers_alive": pool.alive, "workers": pool.n_workers,
+        """Environment and data loaded and at least one scoring worker alive (checked now)."""
+        alive = pool.alive
+        body = {"ready": pool.ready, "workers_alive": alive, "workers": pool.n_workers,
+                "spawner_alive": pool.spawner_alive,
                 "env_id": env.config.env_id, "stress_worlds": bool(env.config.stress_worlds),
                 "archive_version": pool.archive_key[0]}
         return JSONResponse(body, status_code=200 if pool.ready else 503)
@@ -384,25 +392,22 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         return archive_state()
 
     @app.post("/v1/archive/commit", response_model=CommitResponse,
-              responses={**_ERR, 409: {"model": ErrorResponse}})
+              responses={**_ERR, 403: {"model": ErrorResponse}, 409: {"model": ErrorResponse}})
     async def commit(req: CommitRequest) -> Response:
-        """Add the valid answers to the archive; idempotent by ``request_id``."""
+        """Add the valid answers to the archive; idempotent by ``request_id`` (persisted)."""
+        if s.token is None and not s.loopback:
+            raise RequestError(403, "commits_disabled", "commits need a bearer token when the "
+                               f"server listens beyond loopback ({s.host}); start it with --token")
         check_answers(req.completions, "completions")
         key = hashlib.sha256(json.dumps([req.completions, req.expected_version]).encode()).hexdigest()
-        async with commit_lock:
-            hit = commits.get(req.request_id)
-            if hit is not None:
-                if hit[0] != key:
-                    raise RequestError(409, "request_id_conflict", f"request_id {req.request_id!r} "
-                                       "was already used with a different body")
-                return _json(hit[1])
-            res = await pool.commit({"completions": list(req.completions)}, req.expected_version)
-            text = dumps({"request_id": req.request_id, "added": res["added"],
+
+        def render(res: dict[str, Any]) -> str:
+            return dumps({"request_id": req.request_id, "added": res["added"],
                           "previous_version": res["previous_version"], "version": res["version"],
                           "digest": res["digest"], "size": res["size"], "capacity": res["capacity"]})
-            commits[req.request_id] = (key, text)
-            while len(commits) > s.idempotency_cache:
-                commits.popitem(last=False)
+
+        text = await pool.commit({"completions": list(req.completions)}, req.expected_version,
+                                 request_id=req.request_id, body_sha256=key, render=render)
         return _json(text)
 
     # ---------------------------------------------------------- compatibility
@@ -442,6 +447,7 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         return _json(dumps(body))
 
     app.include_router(nemo_router)  # /seed_session, /aggregate_metrics (compat.py)
+    app.include_router(episodes_router(env))  # /v1/episodes: research sessions (episodes.py)
     routes = frozenset(r.path for r in app.routes if hasattr(r, "path"))
     app.add_middleware(RequestGuard, settings=s, metrics=metrics, routes=routes)
     return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 import uvicorn
@@ -32,7 +33,8 @@ def build_server(settings: ServerSettings, env: Any = None, *,
 
         env = gymkit.make(settings.env_id)
     pool = WorkerPool(env, settings.workers, queue_limit=settings.queue_limit,
-                      job_timeout_s=settings.job_timeout_s).start()
+                      job_timeout_s=settings.job_timeout_s, archive_db=settings.archive_db,
+                      ledger_limit=settings.idempotency_cache).start()
     app = create_app(env, pool, settings)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, http=guarded_h11(settings.header_timeout_s),
@@ -68,16 +70,27 @@ def configure_serve(p: argparse.ArgumentParser) -> None:
                    help="scoring jobs admitted at once before 429")
     p.add_argument("--job-timeout", type=float, default=d.job_timeout_s,
                    help="last-resort wall-clock seconds per job before the worker is replaced")
+    p.add_argument("--archive-db", default=None, metavar="PATH",
+                   help="SQLite file of the novelty archive and the commit ledger, shared by "
+                   "every server on this host that names it; ':memory:' keeps nothing "
+                   "(default: $GYMKIT_ARCHIVE_DB or ~/.local/state/gymkit/archive.sqlite3)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Handler of ``gymkit serve``."""
+    from gymkit.archive_db import default_db_path
+
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    if args.host not in ("127.0.0.1", "localhost", "::1") and token is None:
-        print(f"gymkit serve: warning: binding {args.host} without a token (--token or ${TOKEN_ENV})")
-    serve(ServerSettings(host=args.host, port=args.port, workers=args.workers, env_id=args.env,
-                         token=token, max_body_bytes=args.max_body_bytes,
-                         max_completions=args.max_completions,
-                         max_answer_chars=args.max_answer_chars, queue_limit=args.queue_limit,
-                         job_timeout_s=args.job_timeout))
+    db = args.archive_db if args.archive_db is not None else str(default_db_path())
+    settings = ServerSettings(host=args.host, port=args.port, workers=args.workers,
+                              env_id=args.env, token=token, max_body_bytes=args.max_body_bytes,
+                              max_completions=args.max_completions,
+                              max_answer_chars=args.max_answer_chars,
+                              queue_limit=args.queue_limit, job_timeout_s=args.job_timeout,
+                              archive_db=db)
+    if not settings.loopback and token is None:
+        print(f"gymkit serve: warning: binding {args.host} without a token (--token or "
+              f"${TOKEN_ENV}): scoring is open to the network, commits are refused (403)",
+              file=sys.stderr)
+    serve(settings)
     return 0

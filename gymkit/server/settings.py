@@ -16,6 +16,8 @@ __all__ = ["HARD_MAX_ANSWER_CHARS", "HARD_MAX_COMPLETIONS", "ServerSettings"]
 #: Ceilings written into the OpenAPI schema; configured limits may only be lower.
 HARD_MAX_COMPLETIONS = 1024
 HARD_MAX_ANSWER_CHARS = 1 << 20
+#: Bind addresses that only this host can reach.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class ServerSettings:
     retry_after_s: the Retry-After of a 429.  idempotency_cache: commit responses remembered.
     limit_concurrency: open connections + tasks uvicorn accepts before answering 503.
     graceful_timeout_s: how long shutdown waits for in-flight requests.
+    archive_db: SQLite file of the archive and the commit ledger (``":memory:"``: not persisted).
     """
 
     host: str = "127.0.0.1"
@@ -51,11 +54,12 @@ class ServerSettings:
     idempotency_cache: int = 4096
     limit_concurrency: int = 512
     graceful_timeout_s: float = 60.0
+    archive_db: str = ":memory:"
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name in ("host", "env_id", "token"):
+            if f.name in ("host", "env_id", "token", "archive_db"):
                 continue
             if not isinstance(v, int | float):
                 raise ValueError(f"server setting {f.name} must be a number, got {v!r}")
@@ -71,6 +75,11 @@ class ServerSettings:
         if self.max_answer_chars > HARD_MAX_ANSWER_CHARS:
             raise ValueError(f"max_answer_chars {self.max_answer_chars} exceeds the ceiling "
                              f"{HARD_MAX_ANSWER_CHARS}")
+
+    @property
+    def loopback(self) -> bool:
+        """True when the server listens on loopback only (commits then need no token)."""
+        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
 
     def limits(self) -> dict[str, float | int]:
         """The request limits, as published by ``GET /v1/info``."""

@@ -158,6 +158,8 @@ class Environment:
                 yield f"{ch.name}: no stress worlds configured"
             elif ch.needs == "stress_worlds" and ch.name in self.config.channels:
                 yield f"{ch.name}: stress worlds not loaded ({self._stress_problem})"
+            elif ch.name == "brief_compliance":
+                yield f"{ch.name}: counts only when a brief is given (score(..., brief=...))"
             else:
                 yield f"{ch.name}: disabled by configuration"
 

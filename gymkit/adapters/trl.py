@@ -1,4 +1,4 @@
-"""TRL adapter: GRPO reward functions, one per channel, and the matching ``GRPOConfig`` kwargs.
+"""TRL adapter: GRPO reward functions (gymkit's GDPO advantage, or one per channel) and GRPOConfig kwargs.
 
 TRL (``GRPOTrainer``, checked against trl 1.16) calls every reward function as
 ``f(prompts=..., completions=..., completion_ids=..., **dataset_columns, trainer_state=...,
@@ -8,7 +8,21 @@ each reward function is standardised within the group with NaN-aware mean/std, m
 its ``reward_weights`` entry and summed with ``nansum``; rows where every function returned
 ``None`` are unscorable and get advantage 0.
 
-Mapping (``mode="channels"``, the default):
+Recommended: ``mode="advantage"`` (the default) — one callable returning gymkit's exact GDPO
+advantage (validity projection, optional floor) per answer, with the kwargs of
+``grpo_config_kwargs(env_id, mode="advantage")`` (one function, weight 1,
+``scale_rewards="none"``, so TRL's group centring leaves the already zero-sum advantages
+unchanged).  It needs whole groups in each call (``num_generations`` rows per group key: one
+process, or a setup where each process generates whole groups); otherwise it raises.
+
+Logged metrics (both modes, through TRL's ``log_metric``): ``gymkit/reward`` (mean
+``card.reward`` of the batch, invalid answers included, passed through), ``gymkit/valid_share``
+and ``gymkit/reward_valid`` (mean reward of the valid answers).  TRL's own ``reward`` curve is
+the sum of the functions' outputs: in advantage mode that is an advantage (≈ 0 by
+construction), in channel mode raw channel values with invalid rows absent — watch
+``gymkit/reward`` and ``gymkit/valid_share`` instead.
+
+Mapping (``mode="channels"``, TRL's built-in GDPO, for groups split across processes):
 
 * one callable per active channel (name ``gymkit_<channel>``) returning the card's raw channel
   value for a valid answer and ``None`` for an invalid one;
@@ -27,12 +41,6 @@ group's totals sum to 0; TRL's final batch centring then subtracts a mean of 0. 
 runs TRL's own aggregation code.)  TRL uses sample std + 1e-4, gymkit population std, so the
 values are a rescaled cousin of gymkit's GDPO, not identical.
 
-``mode="advantage"``: one callable returning gymkit's exact GDPO advantage (validity
-projection, optional floor) per answer.  It needs whole groups in each call (``num_generations``
-rows per group key); otherwise it raises.  Use with the kwargs of
-``grpo_config_kwargs(env_id, mode="advantage")`` (one function, weight 1, ``scale_rewards="none"``
-so TRL's group centring leaves the already zero-sum advantages unchanged).
-
 All callables are picklable (they hold only names) and share the process's score memo, so a
 batch is scored once however many channels read it.
 """
@@ -46,10 +54,26 @@ import numpy as np
 
 from .common import get_env, score_rows
 
-__all__ = ["VALID_WEIGHT", "AdvantageReward", "ChannelReward", "grpo_config_kwargs", "reward_funcs"]
+__all__ = ["VALID_WEIGHT", "AdvantageReward", "ChannelReward", "grpo_config_kwargs", "log_metrics",
+           "reward_funcs"]
 
 #: ``reward_weights`` entry of the ``valid`` callable.
 VALID_WEIGHT = 1.0
+
+
+def log_metrics(results: Sequence[Any], log_metric: Any) -> None:
+    """Report gymkit/reward, gymkit/valid_share, gymkit/reward_valid through TRL's ``log_metric``."""
+    if not callable(log_metric):
+        return
+    cards = [r for r in results if not getattr(r, "internal", False)]
+    if not cards:
+        return
+    log_metric("gymkit/reward", float(np.mean([c.reward for c in cards])))
+    log_metric("gymkit/valid_share", float(np.mean([1.0 if c.valid else 0.0 for c in cards])))
+    valid = [c.reward for c in cards if c.valid]
+    if valid:
+        log_metric("gymkit/reward_valid", float(np.mean(valid)))
+    log_metric("gymkit/internal_share", 1.0 - len(cards) / len(results))
 
 
 class ChannelReward:
@@ -71,6 +95,8 @@ class ChannelReward:
             results = score_rows(env, prompts, completions, kwargs.get("brief_id"))
         except Exception:  # never raise from a reward function: no signal for this batch
             return [None] * len(completions)
+        if self.channel == "valid":
+            log_metrics(results, kwargs.get("log_metric"))
         out: list[float | None] = []
         for r in results:
             if getattr(r, "internal", False):
@@ -111,6 +137,7 @@ class AdvantageReward:
                 "groups are split across processes")
         env = get_env(self.env_id)
         results = score_rows(env, prompts, completions, ids)
+        log_metrics(results, kwargs.get("log_metric"))
         out: list[float | None] = [None] * len(completions)
         for idx in rows.values():
             ok = [i for i in idx if not getattr(results[i], "internal", False)]
@@ -122,26 +149,27 @@ class AdvantageReward:
         return out
 
 
-def reward_funcs(env_id: str = "us46-default", mode: str = "channels",
+def reward_funcs(env_id: str = "us46-default", mode: str = "advantage",
                  num_generations: int | None = None) -> list[Any]:
-    """TRL reward functions for ``env_id``: per-channel + ``valid`` (default) or one GDPO advantage."""
+    """TRL reward functions for ``env_id``: one GDPO advantage (default) or per-channel + ``valid``."""
+    if mode == "advantage":
+        if num_generations is None:
+            raise ValueError("mode='advantage' needs num_generations (the GRPO group size, "
+                             "GRPOConfig.num_generations)")
+        return [AdvantageReward(env_id, num_generations)]
     if mode == "channels":
         env = get_env(env_id)
         return [*(ChannelReward(env_id, c) for c in env.channels), ChannelReward(env_id, "valid")]
-    if mode == "advantage":
-        if num_generations is None:
-            raise ValueError("mode='advantage' needs num_generations (the GRPO group size)")
-        return [AdvantageReward(env_id, num_generations)]
-    raise ValueError(f"mode must be 'channels' or 'advantage', got {mode!r}")
+    raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")
 
 
-def grpo_config_kwargs(env_id: str = "us46-default", mode: str = "channels") -> dict[str, Any]:
+def grpo_config_kwargs(env_id: str = "us46-default", mode: str = "advantage") -> dict[str, Any]:
     """Keyword arguments for ``trl.GRPOConfig`` matching :func:`reward_funcs` of the same mode."""
+    if mode == "advantage":
+        return {"reward_weights": [1.0], "multi_objective_aggregation": "sum_then_normalize",
+                "scale_rewards": "none"}
     if mode == "channels":
         env = get_env(env_id)
         weights = [float(x) for x in np.asarray(env.priorities)] + [VALID_WEIGHT]
         return {"reward_weights": weights, "multi_objective_aggregation": "normalize_then_sum"}
-    if mode == "advantage":
-        return {"reward_weights": [1.0], "multi_objective_aggregation": "sum_then_normalize",
-                "scale_rewards": "none"}
-    raise ValueError(f"mode must be 'channels' or 'advantage', got {mode!r}")
+    raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")

@@ -36,7 +36,7 @@ def _fresh_memo():
     clear_memo()
 
 
-def make_tokenizer(texts: list[str]):
+def make_tokenizer(texts: list[str], whole: list[str] | None = None):
     """A small byte-level BPE tokenizer trained here (no hub), with a ChatML chat template.
 
     Byte-level, so every text round-trips exactly through encode/decode; it stands in for a
@@ -54,6 +54,8 @@ def make_tokenizer(texts: list[str]):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>",
                                    eos_token="<|im_end|>")
+    if whole:  # whole answers as single tokens: a tiny random model can then sample them
+        fast.add_tokens(list(whole))
     fast.chat_template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

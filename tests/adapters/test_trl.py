@@ -51,7 +51,7 @@ def _matrix(funcs, prompts, completions, ids) -> np.ndarray:
 
 
 def test_channels_valid_and_none_for_invalid(env, brief_ids) -> None:
-    funcs = reward_funcs("us46-default")
+    funcs = reward_funcs("us46-default", mode="channels")
     assert [f.__name__ for f in funcs] == [f"gymkit_{c}" for c in env.channels] + ["gymkit_valid"]
     prompts, comps, ids = _batch(brief_ids)
     x = _matrix(funcs, prompts, comps, ids)
@@ -69,17 +69,17 @@ def test_memo_scores_a_batch_once(env, brief_ids, monkeypatch) -> None:
     real = env.score_group
     monkeypatch.setattr(env, "score_group", lambda c, brief=None: calls.append(len(c)) or real(c, brief=brief))
     prompts, comps, ids = _batch(brief_ids)
-    for f in reward_funcs("us46-default"):
+    for f in reward_funcs("us46-default", mode="channels"):
         f(prompts=prompts, completions=comps, brief_id=ids)
     assert calls == [6, 6]  # one score_group per group, however many channels read it
 
 
 def test_callables_pickle_and_kwargs(env) -> None:
-    funcs = pickle.loads(pickle.dumps(reward_funcs("us46-default")))
+    funcs = pickle.loads(pickle.dumps(reward_funcs("us46-default", mode="channels")))
     assert funcs[0](prompts=["p"], completions=[[{"role": "assistant", "content": GROUP[0]}]],
                     trainer_state=None, log_extra=None, log_metric=None) == \
         [env.score(GROUP[0]).channels[env.channels[0]]]
-    kw = grpo_config_kwargs("us46-default")
+    kw = grpo_config_kwargs("us46-default", mode="channels")
     assert kw["multi_objective_aggregation"] == "normalize_then_sum"
     assert kw["reward_weights"] == [*map(float, env.priorities), VALID_WEIGHT]
 
@@ -88,14 +88,14 @@ def test_internal_error_is_none_everywhere(env, monkeypatch) -> None:
     def boom(c, brief=None):
         raise RuntimeError("disk on fire")
     monkeypatch.setattr(env, "score_group", boom)
-    for f in reward_funcs("us46-default"):
+    for f in reward_funcs("us46-default", mode="channels"):
         assert f(prompts=["p", "p"], completions=GROUP[:2]) == [None, None]
 
 
 def test_restated_aggregation_invalid_nonpositive_zero_sum(env, brief_ids) -> None:
     prompts, comps, ids = _batch(brief_ids)
-    x = _matrix(reward_funcs("us46-default"), prompts, comps, ids)
-    w = np.array(grpo_config_kwargs("us46-default")["reward_weights"])
+    x = _matrix(reward_funcs("us46-default", mode="channels"), prompts, comps, ids)
+    w = np.array(grpo_config_kwargs("us46-default", mode="channels")["reward_weights"])
     adv = _restated_normalize_then_sum(x, w, 6)
     valid = np.array(VALID + VALID[::-1])
     assert (adv[~valid] <= 0).all() and (adv[~valid] < 0).all()
@@ -141,7 +141,7 @@ def test_real_trl_reward_call_and_gdpo_aggregation(env, brief_ids) -> None:
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     prompts, comps, ids = _batch(brief_ids)
-    funcs = reward_funcs("us46-default")
+    funcs = reward_funcs("us46-default", mode="channels")
     fake = types.SimpleNamespace(
         accelerator=types.SimpleNamespace(device="cpu", is_main_process=True),
         reward_funcs=funcs, reward_processing_classes=[None] * len(funcs),
@@ -153,7 +153,7 @@ def test_real_trl_reward_call_and_gdpo_aggregation(env, brief_ids) -> None:
     assert isinstance(rpf, torch.Tensor) and rpf.shape == (12, len(funcs))
     x = rpf.numpy().astype(float)
     np.testing.assert_allclose(x, _matrix(funcs, prompts, comps, ids).astype(np.float32), equal_nan=True)
-    w = grpo_config_kwargs("us46-default")["reward_weights"]
+    w = grpo_config_kwargs("us46-default", mode="channels")["reward_weights"]
     adv = _trl_aggregate(rpf, w, 6)
     valid = np.array(VALID + VALID[::-1])
     assert (adv[~valid] < 0).all()
@@ -165,6 +165,6 @@ def test_real_grpo_config_accepts_kwargs(tmp_path) -> None:
     from trl import GRPOConfig
 
     cfg = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False,
-                     **grpo_config_kwargs("us46-default"))
+                     **grpo_config_kwargs("us46-default", mode="channels"))
     assert cfg.multi_objective_aggregation == "normalize_then_sum"
-    assert list(cfg.reward_weights) == grpo_config_kwargs("us46-default")["reward_weights"]
+    assert list(cfg.reward_weights) == grpo_config_kwargs("us46-default", mode="channels")["reward_weights"]

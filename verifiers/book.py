@@ -55,18 +55,11 @@ def _rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray) -> int:
             out[j] = 0.0
         return n
     centre = 0.5 * (n + 1)
+    gross = 0.0  # Σ of multiples of 0.5 far below 2**52: exact in any order
     for j in range(n_stocks):
-        out[j] = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
-    # four interleaved partial sums: each is a multiple of 0.5 far below 2**52, so exact
-    g0 = g1 = g2 = g3 = 0.0
-    for i in range(0, n_stocks - 3, 4):
-        g0 += abs(out[i])
-        g1 += abs(out[i + 1])
-        g2 += abs(out[i + 2])
-        g3 += abs(out[i + 3])
-    for i in range(n_stocks - n_stocks % 4, n_stocks):
-        g0 += abs(out[i])
-    gross = (g0 + g1) + (g2 + g3)
+        c = 0.5 * out[j] - centre if out[j] > 0.0 else 0.0
+        out[j] = c
+        gross += abs(c)
     if gross == 0.0:
         for j in range(n_stocks):
             out[j] = 0.0

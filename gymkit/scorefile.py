@@ -16,7 +16,13 @@ advantage, valid, reward, error, formula, canonical, one ``ch_<name>`` column pe
 key metrics, provenance, and the whole card as ``card_json``).  Timings are left out unless
 ``--timings``, so a rerun writes identical bytes.
 
-Resume: ids already in the output are skipped.  JSONL output is appended and flushed per
+Bad records: a line that is not UTF-8 or not JSON, a record without an answer, or an answer
+with an unpaired surrogate (``"\\ud800"``) becomes an *error row* — ``id``, ``line``,
+``valid: false``, ``reward: null`` and ``error: {code, message}`` (codes ``bad_record``,
+``invalid_unicode``; the message names FILE:LINE and the reason) — and the run goes on.
+:func:`read_records` stays strict (raises on the first bad record).
+
+Resume: ids already in the output (error rows included) are skipped.  JSONL output is appended and flushed per
 answer (a torn last line from a crash is cut off first); Parquet output accumulates in
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
 """
@@ -33,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .jsonl import iter_json_lines
+from .jsonl import parse_json_line
 
-__all__ = ["Record", "flatten_card_row", "read_records", "score_file"]
+__all__ = ["Record", "flatten_card_row", "read_records", "scan_records", "score_file"]
 
 JSONL_EXT = (".jsonl", ".ndjson", ".json")
 PARQUET_EXT = (".parquet", ".pq")
@@ -56,6 +62,14 @@ class Record:
     id: str
     group: str | None
     completion: str
+    error: tuple[str, str] | None = None  # (code, message) of a bad record; not scored
+    line: int | None = None  # 1-based line of a text/JSONL input
+
+
+class _BadRecord(ValueError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _suffix(path: Path) -> str:
@@ -66,9 +80,25 @@ def _wrap(formula: str) -> str:
     return formula if "<alpha" in formula or "</alpha>" in formula else f"<alpha>{formula.strip()}</alpha>"
 
 
+def _surrogate(text: str) -> int | None:
+    """Index of the first unpaired surrogate of ``text`` (None if it encodes as UTF-8)."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_field: str | None) -> Record:
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: a record must be a JSON object")
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _BadRecord("invalid_unicode", f"{where}: unpaired surrogate "
+                         f"{exc.object[exc.start:exc.end]!a} in the record") from None
     text = obj.get(field)
     if text is None and isinstance(obj.get("formula"), str):
         text = _wrap(obj["formula"])
@@ -83,9 +113,33 @@ def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_fie
     return Record(str(rid), group, text)
 
 
-def read_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
-                 group_field: str | None = None) -> list[Record]:
-    """Read every record of ``path`` (module doc); ``ValueError`` names the bad line or row."""
+def _lines(p: Path) -> Iterator[tuple[int, str | None, str]]:
+    """(line number, text or None, reason) of every non-blank line, decoded one by one."""
+    with p.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield n, None, (f"{p}:{n}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+                                f"column {exc.start + 1})")
+                continue
+            if text.strip():
+                yield n, text, ""
+
+
+def _bad_id(obj: Any, id_field: str, row: int) -> str:
+    """A bad record's id: its own when readable and encodable, else its row number."""
+    rid = obj.get(id_field) if isinstance(obj, dict) else None
+    if rid is None or _surrogate(str(rid)) is not None:
+        return str(row)
+    return str(rid)
+
+
+def _bad(rid: str, line: int, code: str, message: str) -> Record:
+    return Record(rid, None, "", (code, message), line)
+
+
+def _scan(path: str | Path, field: str, id_field: str, group_field: str | None) -> list[Record]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"input file {p} not found")
@@ -97,23 +151,53 @@ def read_records(path: str | Path, *, field: str = "completion", id_field: str =
         for row, obj in enumerate(pl.read_parquet(p).iter_rows(named=True)):
             out.append(_record(obj, row, f"{p} row {row}", field, id_field, group_field))
     elif ext in JSONL_EXT:
-        for row, (n, obj) in enumerate(iter_json_lines(p)):
-            out.append(_record(obj, row, f"{p}:{n}", field, id_field, group_field))
+        for row, (n, text, why) in enumerate(_lines(p)):
+            obj: Any = None
+            try:
+                if text is None:
+                    raise _BadRecord("bad_record", why)
+                obj = parse_json_line(text, f"{p}:{n}")
+                rec = _record(obj, row, f"{p}:{n}", field, id_field, group_field)
+                out.append(Record(rec.id, rec.group, rec.completion, None, n))
+            except ValueError as exc:
+                code = exc.code if isinstance(exc, _BadRecord) else "bad_record"
+                out.append(_bad(_bad_id(obj, id_field, row), n, code, str(exc)))
     else:
         if group_field is not None:
             raise ValueError(f"{p}: --group-field needs JSONL or Parquet input, not plain lines")
-        with p.open(encoding="utf-8") as fh:
-            row = 0
-            for line in fh:
-                if line.strip():
-                    out.append(Record(str(row), None, _wrap(line.strip())))
-                    row += 1
+        for row, (n, text, why) in enumerate(_lines(p)):
+            if text is None:
+                out.append(_bad(str(row), n, "bad_record", why))
+            else:
+                out.append(Record(str(row), None, _wrap(text.strip()), None, n))
+    return out
+
+
+def _unique(records: list[Record], p: str | Path) -> list[Record]:
     seen: set[str] = set()
-    for r in out:
+    for r in records:
         if r.id in seen:
             raise ValueError(f"{p}: id {r.id!r} appears twice (ids must be unique to resume)")
         seen.add(r.id)
-    return out
+    return records
+
+
+def scan_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
+                 group_field: str | None = None) -> list[Record]:
+    """Every record of ``path`` (module doc), a bad one as a :class:`Record` whose ``error`` is
+    (code, "FILE:LINE: reason"); ``ValueError`` only for what spoils the whole file (missing,
+    duplicate ids, --group-field on plain lines)."""
+    return _unique(_scan(path, field, id_field, group_field), path)
+
+
+def read_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
+                 group_field: str | None = None) -> list[Record]:
+    """Read every record of ``path`` (module doc); ``ValueError`` names the first bad line or row."""
+    out = _scan(path, field, id_field, group_field)
+    for r in out:
+        if r.error is not None:
+            raise ValueError(r.error[1])
+    return _unique(out, path)
 
 
 # ------------------------------------------------------------------ output side
@@ -239,15 +323,25 @@ def _batches(records: Sequence[Record]) -> Iterator[list[Record]]:
         return
     order: dict[str, list[Record]] = {}
     for r in records:
-        order.setdefault(str(r.group), []).append(r)
+        if r.error is not None:
+            yield [r]
+        else:
+            order.setdefault(str(r.group), []).append(r)
     yield from order.values()
+
+
+def _error_row(rec: Record) -> dict[str, Any]:
+    assert rec.error is not None
+    return {"id": rec.id, "line": rec.line, "valid": False, "reward": None,
+            "error": {"code": rec.error[0], "message": rec.error[1]}}
 
 
 def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
                field: str = "completion", id_field: str = "id", group_field: str | None = None,
                timings: bool = False, restart: bool = False, progress: bool = True,
                stream: TextIO | None = None, env: Any = None) -> dict[str, int]:
-    """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid}.
+    """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
+    bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
 
     ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``."""
     import gymkit
@@ -258,7 +352,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         raise ValueError(f"output {out_p} must end in .jsonl or .parquet")
     if out_p.resolve() == Path(src).resolve():
         raise ValueError("output and input are the same file")
-    records = read_records(src, field=field, id_field=id_field, group_field=group_field)
+    records = scan_records(src, field=field, id_field=id_field, group_field=group_field)
     partial = out_p.with_name(out_p.name + ".partial.jsonl") if ext in PARQUET_EXT else out_p
     if restart:
         for p in {out_p, partial}:
@@ -268,10 +362,18 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     env = gymkit.make(env_id) if env is None else env
     todo = [r for r in records if r.id not in done]
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
-    scored = valid = 0
+    scored = valid = bad = 0
     out_p.parent.mkdir(parents=True, exist_ok=True)
     with partial.open("a", encoding="utf-8") as fh:
         for batch in _batches(todo):
+            if batch[0].error is not None:
+                fh.write(json.dumps(_error_row(batch[0]), separators=(",", ":"),
+                                    ensure_ascii=False) + "\n")
+                fh.flush()
+                scored += 1
+                bad += 1
+                bar.update(1, 0)
+                continue
             if batch[0].group is None:
                 cards = [env.score(batch[0].completion)]
                 adv = None
@@ -298,7 +400,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         _write_parquet(ordered, env.channels, out_p)
         partial.unlink(missing_ok=True)
     return {"total": len(records), "skipped": len(records) - len(todo), "scored": scored,
-            "valid": valid}
+            "valid": valid, "bad": bad}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -330,5 +432,7 @@ def run_cli(args: argparse.Namespace) -> int:
                    progress=not args.no_progress)
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
-          f"{args.out}, {c['total']} in all; {dt:.1f} s", file=sys.stderr)
+          f"{args.out}, {c['total']} in all"
+          + (f", {c['bad']} bad records (error rows)" if c["bad"] else "") + f"; {dt:.1f} s",
+          file=sys.stderr)
     return 0

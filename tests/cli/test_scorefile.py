@@ -29,7 +29,7 @@ def answers(tmp_path):
 def test_jsonl_out_matches_env_score(answers, tmp_path, shared_env):
     out = tmp_path / "cards.jsonl"
     counts = score_file(answers, out, progress=False)
-    assert counts == {"total": 6, "skipped": 0, "scored": 6, "valid": 4}
+    assert counts == {"total": 6, "skipped": 0, "scored": 6, "valid": 4, "bad": 0}
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == [f"a{i}" for i in range(6)]
     env = shared_env()

@@ -9,9 +9,21 @@ answer extraction), :mod:`.metrics` (Prometheus text), :mod:`.protocol` (slow-lo
 
 from __future__ import annotations
 
-from .app import create_app
-from .pool import PoolError, WorkerPool
-from .serve import build_server, serve
-from .settings import ServerSettings
+from importlib import import_module
+from typing import Any
+
+# public name -> module that defines it, imported on first use (``gymkit serve --help`` and
+# the settings stay light: no FastAPI, no kernels)
+_EXPORTS = {"PoolError": ".pool", "WorkerPool": ".pool", "build_server": ".serve",
+            "serve": ".serve", "ServerSettings": ".settings", "create_app": ".app"}
 
 __all__ = ["PoolError", "ServerSettings", "WorkerPool", "build_server", "create_app", "serve"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gymkit.server' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

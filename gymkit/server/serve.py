@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
-from .app import create_app
-from .pool import WorkerPool
-from .protocol import guarded_h11
 from .settings import ServerSettings
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from .pool import WorkerPool
 
 __all__ = ["build_server", "configure_serve", "run_serve", "serve"]
 
@@ -28,6 +28,12 @@ TOKEN_ENV = "GYMKIT_SERVER_TOKEN"
 def build_server(settings: ServerSettings, env: Any = None, *,
                  log_level: str = "info") -> tuple[uvicorn.Server, WorkerPool]:
     """Return (uvicorn server, started pool) for ``settings`` (``env`` built if None)."""
+    import uvicorn
+
+    from .app import create_app
+    from .pool import WorkerPool
+    from .protocol import guarded_h11
+
     if env is None:
         import gymkit
 

@@ -177,7 +177,7 @@ class _Parser:
         self.nest += 1
         if self.nest > MAX_NESTING:
             pos = self.pos(self.i)
-            raise DSLError("nesting", pos, f"formula nested deeper than {MAX_NESTING} at {pos}")
+            raise DSLError("nesting", pos, f"formula nested deeper than {MAX_NESTING - 1} at {pos}")
         toks = self.toks
         if toks[self.i] != "-":  # unary() without minus signs, inline
             cond = self.atom()

@@ -84,7 +84,6 @@ not by LLVM's reassociation choices.  All loops are serial: no threads (on a sha
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
@@ -1107,67 +1106,6 @@ def _r_rank(x, d, out):
             equal[j] = 0.0
 
 
-_RANK_UNROLLED_MAX = 20  # ts_rank windows up to this length run an engine compiled for their d
-
-
-@functools.cache
-def _r_rank_unrolled(d: int) -> Callable:
-    """ts_rank for ONE window length ``d`` <= _RANK_UNROLLED_MAX: the same counts and output
-    as :func:`_r_rank`, bit for bit (exact small-integer counts), in another loop order.
-
-    With d a constant of the closure, LLVM fully unrolls the window loop inside the loop
-    over the stocks, so the two counters stay in registers and the stock loop vectorises:
-    1.5-1.7x faster than the generic engine for d = 2…20 (which loads and stores its
-    counter arrays once per window row).  Longer windows stop unrolling (d = 30: 2.7x
-    SLOWER) and take the generic engine.  One compile per d, cached by numba.
-
-    Each row's results go to a small row buffer first, then to ``out``: storing straight
-    into ``out`` inside the window loop was 3.7x slower (3.0 vs 0.81 ms, d = 20) whenever
-    malloc placed ``out`` so that it ends within ~7 KB below ``x`` (the store stream then
-    aliases one of the d − 1 load streams); with the buffer every placement measured
-    <= 1.03 ms, for 2% in the ordinary case.
-    """
-
-    @njit(**_NJIT)
-    def engine(x, out):
-        n_rows, n_cols = x.shape
-        last_bad = np.full(n_cols, -1.0)  # -1: rows t < d - 1 come out NaN by the same test
-        row = np.empty(n_cols)
-        fd = float(d)
-        for t in range(n_rows):
-            ft = float(t)
-            if t < d - 1:
-                for j in range(n_cols):
-                    last_bad[j] = last_bad[j] if math.isfinite(x[t, j]) else ft
-                    out[t, j] = _NAN
-                continue
-            for j in range(n_cols):
-                v = x[t, j]
-                below = 0.0
-                equal = 0.0
-                for k in range(1, d):
-                    w = x[t - k, j]
-                    below += 1.0 if w < v else 0.0
-                    equal += 1.0 if w == v else 0.0
-                lb = last_bad[j] if math.isfinite(v) else ft
-                last_bad[j] = lb
-                r = 0.5 if d == 1 else (below + 0.5 * equal) / (d - 1.0)
-                row[j] = _NAN if ft - lb < fd else r
-            for j in range(n_cols):
-                out[t, j] = row[j]
-
-    return engine
-
-
-def _r_rank_any(x: np.ndarray, d: int, out: np.ndarray) -> None:
-    """The ts_rank engine for window ``d``: the one compiled for d up to _RANK_UNROLLED_MAX,
-    else the generic :func:`_r_rank`."""
-    if d <= _RANK_UNROLLED_MAX:
-        _r_rank_unrolled(d)(x, out)
-    else:
-        _r_rank(x, d, out)
-
-
 @njit(**_NJIT)
 def _r_decay(x, d, out):
     """Linear decay from block sums of u = x - x[b0] and (i - b0)·u (see the block sums
@@ -1314,7 +1252,7 @@ ts_max = _rolling(_r_extreme(_MAX), "ts_max", "Max of the last d values.")
 ts_min = _rolling(_r_extreme(_MIN), "ts_min", "Min of the last d values.")
 ts_argmax = _rolling(_r_extreme(_ARGMAX), "ts_argmax", "Sessions since the window max (ties: earliest).")
 ts_argmin = _rolling(_r_extreme(_ARGMIN), "ts_argmin", "Sessions since the window min (ties: earliest).")
-ts_rank = _rolling(_r_rank_any, "ts_rank", "Share of the other d-1 values below today's, ties half.")
+ts_rank = _rolling(_r_rank, "ts_rank", "Share of the other d-1 values below today's, ties half.")
 ts_decay_linear = _rolling(_r_decay, "ts_decay_linear", "Weighted mean, weights d..1 (today d).")
 ts_product = _rolling(_r_product, "ts_product", "Product of the last d values.")
 ts_ema = _rolling(_r_ema, "ts_ema", "EMA, alpha 2/(d+1), seeded by the first full window mean.")

@@ -74,9 +74,8 @@ def test_ts_rank_long_windows_match_reference(d):
     assert_parity(K.ts_rank(x, d), REFERENCE["ts_rank"](x, d), rtol=0.0, what=f"ts_rank {d}")
 
 
-def test_ts_rank_unrolled_engines_equal_the_generic_engine_bit_for_bit():
-    """Windows up to _RANK_UNROLLED_MAX run an engine compiled for their d: it must give the
-    generic engine's bits on ties, NaN, +-inf and -0.0, on both sides of the cut-over."""
+def test_ts_rank_matches_reference_on_ties_nan_inf_and_signed_zeros():
+    """ts_rank's exact counts on ties, NaN, +-inf and -0.0, for short and long windows."""
     rng = np.random.default_rng(5)
     x = np.round(rng.normal(size=(260, 9)) * 2.0, 0)  # ties everywhere
     x[rng.random(x.shape) < 0.03] = np.nan
@@ -84,12 +83,8 @@ def test_ts_rank_unrolled_engines_equal_the_generic_engine_bit_for_bit():
     x[rng.random(x.shape) < 0.01] = -np.inf
     x[x == 0.0] = -0.0
     x[:, 0] = rng.normal(size=260)  # one untied column
-    for d in range(1, K._RANK_UNROLLED_MAX + 3):
-        generic = np.empty_like(x)
-        K._r_rank(x, d, generic)
-        got = K.ts_rank(x, d)
-        assert got.tobytes() == generic.tobytes(), f"ts_rank d={d}: unrolled engine differs"
-    assert_parity(K.ts_rank(x, 7), REFERENCE["ts_rank"](x, 7), rtol=0.0, what="ts_rank 7")
+    for d in (1, 2, 7, 21, 60):
+        assert_parity(K.ts_rank(x, d), REFERENCE["ts_rank"](x, d), rtol=0.0, what=f"ts_rank {d}")
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 7, 63, 64, 65, 130])

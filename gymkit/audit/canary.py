@@ -480,8 +480,11 @@ def check_error_hygiene(target: AuditTarget, n: int = 350, seed: int = 0) -> Che
     answers = fuzz_answers(rng, n, list(env.setup.fields))
     words = template_words()
     m = target.market
-    private = tuple(t for t in m.tickers if len(t) >= 3)
-    private += tuple(sorted({x for lv in (m.sector, m.industry) if lv for x in lv if len(x) >= 4}))
+    # A ticker or label that is also a public word (ALL, ARE, HAS, KEY, LOW, DAY on a real
+    # market) cannot be told apart from the message's own vocabulary: it is not "private".
+    private = tuple(t for t in m.tickers if len(t) >= 3 and t.lower() not in words)
+    private += tuple(sorted({x for lv in (m.sector, m.industry) if lv for x in lv
+                             if len(x) >= 4 and x.lower() not in words}))
     private += (str(m.dates[-1]), str(m.dates[0]), target.config.description)
     floor = format(env.setup.params.min_turnover_floor, "g")
     problems, n_invalid = [], 0

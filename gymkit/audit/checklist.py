@@ -5,10 +5,13 @@
     prompt advertises, earns a positive reward.  The prompt is parsed for its vocabulary and
     every candidate must parse against that vocabulary alone.  Candidates: the textbook
     formulas of :data:`gymkit.audit.formulas.KNOWN_GOOD`, then the 101-alpha corpus.
+    On a market without planted effects (a user's market) it tests that a positive reward is
+    reachable at all from the prompt's vocabulary, not that any particular effect exists.
 ``non_triviality``
     Naive baselines (:data:`gymkit.audit.formulas.NAIVE_BASELINES`: empty answers, refusals,
     constants, ``x - x``, availability masks, warm-up indicators, noise, the same-close
-    look-ahead), each scored alone, earn no positive reward.
+    look-ahead), each scored alone, earn no positive reward — the same gates on every market;
+    on a user's market it also means no naive answer profits from that market's luck.
 ``variance``
     Groups of sample answers (``--answers``, or the built-in sampler over the 101-alpha corpus
     with mutations) have non-zero reward variance in most groups (> 1/2), and the mean share of
@@ -84,7 +87,30 @@ def check_hand_play(target: AuditTarget) -> CheckResult:
         "hand_play", ok,
         f"best of {tried} formulas in the prompt's vocabulary: reward {best[0]:.3f}"
         + (f" ({best[1][:60]})" if best[1] else ""),
-        (f"prompt vocabulary: {len(fields)} fields, {len(levels)} levels, {len(ops)} operators",))
+        (f"prompt vocabulary: {len(fields)} fields, {len(levels)} levels, {len(ops)} operators",
+         _HAND_PLAY_TESTS[_planted(target)]))
+
+
+#: What hand_play tests, by market: planted effects (the embedded market) or not.
+_HAND_PLAY_TESTS = {
+    True: "what it tests: the default market's planted effects are reachable — a textbook "
+          "formula written in the prompt's vocabulary earns a positive reward",
+    False: "what it tests: on a market without planted effects, that a positive reward is "
+           "reachable at all from the prompt's vocabulary (textbook formulas, then the paper's "
+           "101) on this train window; it does not claim any particular effect exists",
+}
+#: What non_triviality tests, by market.
+_NAIVE_TESTS = {
+    True: "what it tests: the gates (tag, constants, x - x, masks, calendar, noise, same-close "
+          "look-ahead) hold on the default market",
+    False: "what it tests: the same gates on this market, where no planted effect exists: a "
+           "naive answer cannot earn a positive reward by this market's luck either",
+}
+
+
+def _planted(target: AuditTarget) -> bool:
+    """True when the target runs on the embedded default market (planted effects)."""
+    return target.spec.kind == "default"
 
 
 def check_non_triviality(target: AuditTarget) -> CheckResult:
@@ -99,7 +125,7 @@ def check_non_triviality(target: AuditTarget) -> CheckResult:
     return CheckResult(
         "non_triviality", not bad,
         f"max reward of {len(rows)} naive baselines = {worst[0]:.3f} ({worst[1]}); "
-        f"{sum(v for _, _, v in rows)} of them valid", tuple(bad))
+        f"{sum(v for _, _, v in rows)} of them valid", (*bad, _NAIVE_TESTS[_planted(target)]))
 
 
 def check_variance(target: AuditTarget) -> CheckResult:

@@ -97,6 +97,15 @@ def _error(exc: _Refusal) -> Response:
     return _json({"error": {"code": exc.code, "message": exc.message}}, exc.status)
 
 
+def _check_unicode(req: BaseModel) -> None:
+    """422 for text that is not encodable as UTF-8 (lone surrogates from JSON escapes)."""
+    try:
+        canonical_json(req.model_dump()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Refusal(422, "invalid_unicode", "the request holds text that is not valid "
+                       "Unicode (a lone surrogate)") from None
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -191,6 +200,7 @@ def episodes_router(env: Any, settings: EpisodeSettings | None = None,
     @router.post("/v1/episodes", status_code=201)
     def open_episode(req: NewEpisode) -> Response:
         try:
+            _check_unicode(req)
             if req.brief is not None and req.brief_id is not None:
                 raise _Refusal(422, "invalid_request", "give brief or brief_id, not both")
             brief = req.brief if req.brief_id is None else store.brief_of(req.brief_id)
@@ -209,6 +219,7 @@ def episodes_router(env: Any, settings: EpisodeSettings | None = None,
     @router.post("/v1/episodes/{episode_id}/tool")
     def call_tool(episode_id: str, req: ToolRequest) -> Response:
         try:
+            _check_unicode(req)
             sess = store.get(episode_id)
             if req.name not in TOOL_NAMES:
                 raise _Refusal(422, "unknown_tool", f"unknown tool {req.name!r}; the tools are "
@@ -234,6 +245,7 @@ def episodes_router(env: Any, settings: EpisodeSettings | None = None,
     @router.post("/v1/episodes/{episode_id}/submit")
     def submit(episode_id: str, req: SubmitRequest) -> Response:
         try:
+            _check_unicode(req)
             check_formula(req.formula, "formula")
             sess = store.get(episode_id)
             with sess.lock:

@@ -101,6 +101,9 @@ def test_episode_through_the_server_matches_the_python_api(renv) -> None:
         got = c.get(f"/v1/episodes/{ep.sid}").json()
         assert c.post(f"/v1/episodes/{ep.sid}/submit", json={"formula": HONEST}).status_code == 409
         assert "/v1/episodes" in c.get("/openapi.json").json()["paths"]
+        raw = b'{"brief": "\\ud800 lone"}'   # a lone surrogate: refused with the error shape
+        r = c.post("/v1/episodes", content=raw, headers={"content-type": "application/json"})
+        assert r.status_code == 422 and "code" in r.json()["error"]
     local = renv.episode(brief)
     local.call("describe")
     res = hill_climb(local, np.random.default_rng(3))

@@ -67,6 +67,12 @@ def book_report(env: Any, completions: Sequence[str], window: str = "train",
 
     if window not in ("train", "holdout"):
         raise ValueError(f"window must be 'train' or 'holdout', got {window!r}")
+    look = None
+    if window == "holdout":  # claimed before any answer is scored or backtested
+        from .holdout import claim_holdout, formula_forms
+
+        look = claim_holdout(env, formula_forms(env, completions), command="gymkit book "
+                             "--window holdout", force=force, ledger=ledger)
     cards = [c for c in (env.score(x) for x in completions) if c.valid and c.pnl is not None]
     if not cards:
         raise ValueError("no valid answers: no book to build")
@@ -79,16 +85,12 @@ def book_report(env: Any, completions: Sequence[str], window: str = "train",
         pnl = train_pnl
         market = _train_market(env)
     else:
-        from .holdout import claim_holdout
-
-        look = claim_holdout(env, [c.canonical for c in cards], command="gymkit book --window "
-                             "holdout", force=force, ledger=ledger)
         bts = [holdout_backtest(env, c.formula) for c in cards]
         pnl = np.stack([bt.net for bt in bts], axis=1)
         market = bts[0].market
     out: dict[str, Any] = {"window": window, "n_valid": len(cards), "n_answers": len(completions),
                            "equal_weight": book_stats(equal_weight_book(pnl), market, pnl)}
-    if window == "holdout":
+    if look is not None:
         out["holdout_look"] = {"number": look.number, "forced": look.forced}
     if chosen:
         sub = pnl[:, chosen]

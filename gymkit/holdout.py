@@ -7,6 +7,11 @@ market data, versions) and the *formula set*: the sha256 of the sorted, de-dupli
 canonical forms of the valid formulas looked at (so reordering answers, changing brief ids
 or checkpoint labels, or asking another command does not buy a second look).
 
+The formula set is taken from the answers' text gate (tag, parse, limits: the same canonical
+forms as the cards, :func:`formula_forms`), so a look is claimed — or refused — before any
+answer is backtested.  Canonical forms bucket windows: jittering a window does not buy a new
+look either.
+
 The first look for a key is recorded and allowed; a later one is refused with one line
 (:class:`HoldoutRefused`, a ``ValueError``: CLI exit 1) unless ``force=True``
 (``--force-holdout``), which is allowed, recorded with ``forced = 1`` and printed by the
@@ -31,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["LEDGER_ENV", "HoldoutLedger", "HoldoutRefused", "Look", "claim_holdout",
-           "default_ledger_path", "formula_set_digest", "score_holdout"]
+           "default_ledger_path", "formula_forms", "formula_set_digest", "score_holdout"]
 
 #: Environment variable naming the ledger file.
 LEDGER_ENV = "GYMKIT_HOLDOUT_LEDGER"
@@ -74,6 +79,14 @@ def default_ledger_path() -> Path:
         return Path(env)
     cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
     return Path(cache) / "gymkit" / "holdout-ledger.sqlite"
+
+
+def formula_forms(env: Any, completions: Iterable[str]) -> list[str]:
+    """Canonical forms of the answers that pass the text gate (tag, parse, limits) on ``env``."""
+    from .scoring import gate_text
+
+    states = (gate_text(c, env.setup) for c in completions)
+    return [st.canonical for st in states if st.error is None and st.canonical]
 
 
 def formula_set_digest(canonicals: Iterable[str]) -> tuple[str, int]:
@@ -170,8 +183,8 @@ def score_holdout(env: Any, completions: Sequence[str], *, force: bool = False,
                   ) -> dict[str, Any]:
     """The Python holdout API: each valid answer's holdout score, once per formula set.
 
-    Scores ``completions`` on the train window, claims the look of their valid canonical
-    forms, then backtests each on the holdout with the realistic costs.  Returns
+    Claims the look of the answers' canonical forms, scores them on the train window, then
+    backtests each valid one on the holdout with the realistic costs.  Returns
     ``{"look": n, "forced": bool, "answers": [{formula, canonical, holdout_score,
     holdout_sharpe, holdout_return, holdout_turnover}]}``; invalid answers are skipped.
     """
@@ -179,9 +192,9 @@ def score_holdout(env: Any, completions: Sequence[str], *, force: bool = False,
 
     from .probe import holdout_backtest, holdout_score
 
-    cards = [c for c in (env.score(x) for x in completions) if c.valid]
-    look = claim_holdout(env, [c.canonical for c in cards], command=command, force=force,
+    look = claim_holdout(env, formula_forms(env, completions), command=command, force=force,
                          ledger=ledger)
+    cards = [c for c in (env.score(x) for x in completions) if c.valid]
     out = []
     for c in cards:
         bt = holdout_backtest(env, c.formula)

@@ -149,7 +149,7 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
     """Score each checkpoint's answers on the train window, and on the holdout when asked.
 
     ``holdout=True`` first claims the look in the holdout ledger (:mod:`gymkit.holdout`,
-    keyed by the environment and the valid formulas of every checkpoint): a second look
+    keyed by the environment and the formulas of every checkpoint), before any scoring: a second look
     raises :class:`~gymkit.holdout.HoldoutRefused` unless ``force``.
     """
     from gymkit.verifiers.metrics import sharpe
@@ -158,14 +158,14 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
     by_ck: dict[str, list[str]] = {}
     for a in answers:
         by_ck.setdefault(str(a.get("checkpoint", "0")), []).append(a["completion"])
-    scored = {ck: [env.score(c) for c in comps] for ck, comps in by_ck.items()}
     look = None
-    if holdout:
-        from .holdout import claim_holdout
+    if holdout:  # claimed before any answer is scored or backtested
+        from .holdout import claim_holdout, formula_forms
 
-        forms = [c.canonical for cs in scored.values() for c in cs if c.valid]
+        forms = formula_forms(env, [c for comps in by_ck.values() for c in comps])
         if forms:
             look = claim_holdout(env, forms, command=command, force=force, ledger=ledger)
+    scored = {ck: [env.score(c) for c in comps] for ck, comps in by_ck.items()}
     rows = []
     for ck, cards in scored.items():
         valid = [c for c in cards if c.valid]

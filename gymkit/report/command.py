@@ -44,11 +44,10 @@ def generated_line() -> str:
 
 def _claim(env: object, texts: list[str], args: argparse.Namespace) -> None:
     """Claim the report's holdout look in the ledger (gymkit.holdout); print a forced look."""
-    from gymkit.holdout import claim_holdout, forced_line
+    from gymkit.holdout import claim_holdout, forced_line, formula_forms
     from gymkit.report.analysis import as_completion
 
-    forms = [c.canonical for c in (env.score(as_completion(t)) for t in texts) if c.valid]
-    look = claim_holdout(env, forms, command="gymkit report --holdout",
+    look = claim_holdout(env, formula_forms(env, [as_completion(t) for t in texts]), command="gymkit report --holdout",
                          force=args.force_holdout, ledger=args.ledger)
     if look.forced:
         print(forced_line(look, args.ledger))

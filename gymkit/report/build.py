@@ -559,7 +559,21 @@ def answers_page(g: GroupStudy, notes: tuple[str, ...] = (), generated_at: str |
     bodies = {"summary": _g_summary(g), "answers": _g_answers(g), "heatmap": _g_heatmap(g),
               "advantages": _g_advantages(g), "validity": _g_validity(g), "books": _g_books(g),
               "book-equity": _g_equity(g), "down-days": _g_down(g), "stress": stress}
-    sub = (f"group and book view of {len(g.cards)} answers · <code>{esc(g.env_id)}</code> · "
-           f"{esc(g.env_description)}")
-    return page(f"gymkit · {len(g.cards)} answers", sub, _sections(ANSWERS_SECTIONS, bodies),
+    return page(f"gymkit · {len(g.cards)} answers", _g_header(g), _sections(ANSWERS_SECTIONS, bodies),
                 _footer(g.cards[0]), generated_at)
+
+
+def _g_header(g: GroupStudy) -> str:
+    """The answers page's one-line header, in the formula page's style."""
+    n_valid = len(g.valid_idx)
+    best = max(range(len(g.cards)), key=lambda i: (g.cards[i].reward, -i))
+    bits = [badge(n_valid > 0, f"{n_valid} / {len(g.cards)} valid"),
+            f"best reward <b>{fmt(g.cards[best].reward, '+.3f')}</b> ({esc(g.labels[best])})",
+            f"mean reward <b>{fmt(float(np.mean([c.reward for c in g.cards])), '+.3f')}</b>",
+            f"non-zero advantages <b>{fmt(g.share_nonzero, '.0%')}</b>"]
+    if g.books:
+        bits.append(f"equal-weight book Sharpe <b>{fmt(g.books[0].stats[0].sharpe, '+.2f')}</b>")
+    bits.append(f"<code>{esc(g.env_id)}</code> {esc(g.cards[0].env_fingerprint[:10])}")
+    shown = "train and holdout" if len(g.books) > 1 else "train only (holdout not shown)"
+    bits.append(esc(shown))
+    return " · ".join(bits)

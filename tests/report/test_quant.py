@@ -156,3 +156,13 @@ def test_quant_sections_have_their_plots_and_numbers(study, page):
     ic = _section(page, "ic")
     assert all(f"<th class=\"num\">{h}</th>" in ic for h in (1, 2, 5, 10, 21))
     assert _section(page, "worst-drawdowns").count("<tr><td>train</td>") == 5
+
+
+def test_answers_page_header_matches_the_formula_pages_style(env):
+    from gymkit.report.analysis import study_group
+    from gymkit.report.build import answers_page
+
+    g = study_group(env, ["<alpha>rank(-ts_sum(returns, 5))</alpha>", "no tag"], holdout=False)
+    head = re.search(r"<header>.*?</header>", answers_page(g), re.S).group(0)
+    assert "1 / 2 valid" in head and f"best reward <b>{g.cards[0].reward:+.3f}</b>" in head
+    assert "train only" in head and g.cards[0].env_fingerprint[:10] in head

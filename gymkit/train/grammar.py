@@ -10,7 +10,7 @@ formula whose canonical form is one of the 101 paper alphas (they seed the novel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,13 +79,14 @@ def alpha101_canonicals() -> set[str]:
     return out
 
 
-def warm_start_pairs(briefs: Sequence[str], n: int, seed: int, per_brief: int = 4
-                     ) -> list[tuple[str, str]]:
+def warm_start_pairs(briefs: Sequence[str], n: int, seed: int, per_brief: int = 2,
+                     accept: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
     """``n`` (brief, formula) pairs: briefs drawn uniformly, each with ``per_brief`` random formulas.
 
     Brief ``i``'s formulas come from ``default_rng([seed, i])`` (:func:`sample_formula`), so
     the answer depends on the brief (greedy answers to different briefs differ) while the
-    mapping carries no alpha.  A formula whose canonical form is a paper alpha is redrawn.
+    mapping carries no alpha.  A formula whose canonical form is a paper alpha is redrawn, and
+    so is one ``accept`` rejects (the warm start passes the gate: valid, not profitable).
     """
     from gymkit.dsl import canonical, parse
 
@@ -99,7 +100,7 @@ def warm_start_pairs(briefs: Sequence[str], n: int, seed: int, per_brief: int = 
             got: list[str] = []
             while len(got) < per_brief:
                 f = sample_formula(r)
-                if canonical(parse(f)) not in banned:
+                if canonical(parse(f)) not in banned and (accept is None or accept(f)):
                     got.append(f)
             pools[i] = got
         return pools[i]

@@ -88,8 +88,12 @@ def pnl_correlations(pnls: Sequence[np.ndarray | None], members: Sequence[int]) 
 
 
 def best_checkpoint(rows: Sequence[dict[str, Any]]) -> str:
-    """The checkpoint with the highest probe train CPCV (earliest on ties)."""
-    best = max(range(len(rows)), key=lambda i: (rows[i]["train_cpcv"], -i))
+    """The checkpoint with the highest probe train CPCV (earliest on ties).
+
+    A checkpoint with no valid probe answer is never shipped while another has one (its
+    placeholder CPCV, -1, could otherwise beat valid answers' CPCV under harsh costs).
+    """
+    best = max(range(len(rows)), key=lambda i: (rows[i]["n_valid"] > 0, rows[i]["train_cpcv"], -i))
     return rows[best]["checkpoint"]
 
 

@@ -48,19 +48,19 @@ class RLConfig:
 
     env_id: str = "us46-default"
     seed: int = 0
-    steps: int = 80
+    steps: int = 200
     group: int = 12
     briefs_per_step: int = 4
     lr: float = 3e-4
     temperature: float = 1.0
     max_new: int = 40
     cap: float = 1.2
-    kl_beta: float = 0.04
+    kl_beta: float = 0.08
     passes: int = 2
     zeta0: float = 1e-3
     zeta_max: float = 0.05
     thermostat_window: int = 5
-    probe_every: int = 10
+    probe_every: int = 20
     probe_size: int = 50
     floor: float | None = None  # None: the environment's own advantage floor
     no_floor: bool = False      # True: force the floor off whatever the environment says

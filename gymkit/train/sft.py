@@ -2,8 +2,10 @@
 
 The policy learns the syntax, not alpha: formulas come from :mod:`.grammar` (random fields,
 operators, windows; the 101 paper alphas kept out) and briefs are paired with them at
-random.  The corpus' mean Sharpe on the train window is measured on a sample and written to
-``sft/summary.json`` (gross ~ 0; net < 0 from costs).  Cross-entropy on answer tokens only,
+random, two formulas per brief, kept only when they pass the gate (valid, so step 0 writes
+mostly valid answers; validity is not profit).  The mean Sharpe on the train window of the
+warm-start corpus and of a raw grammar sample is measured and written to ``sft/summary.json``
+(gross ~ 0; net < 0 from costs).  Cross-entropy on answer tokens only,
 AdamW, fixed batch order from the seed: the same config and seed give byte-identical weights.
 Output: ``RUN/sft/`` (model, ``tokenizer.json``, ``policy.json``, ``log.jsonl``, ``summary.json``).
 """
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .grammar import corpus_sharpe, warm_start_pairs
+from .grammar import corpus_sharpe, sample_formula, warm_start_pairs
 from .policy import PolicyConfig, deterministic, new_policy, save_policy
 from .tokenizer import Tokenizer, build_tokenizer
 
@@ -36,7 +38,9 @@ class SFTConfig:
     steps: int = 500
     batch: int = 32
     lr: float = 2e-3
-    measure: int = 200  # corpus formulas scored to measure its Sharpe
+    measure: int = 200  # raw grammar formulas scored to measure their Sharpe and validity
+    per_brief: int = 2  # formulas of each brief
+    valid_only: bool = True  # keep the warm start to formulas that pass the gate
     threads: int = 1
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
@@ -71,8 +75,15 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
     out.mkdir(parents=True, exist_ok=True)
     tok = build_tokenizer()
     briefs = [b.text for b in split_briefs(generate_briefs(), "train")]
+    import gymkit
+
+    env = gymkit.make(cfg.env_id)
     t0 = time.perf_counter()
-    pairs = warm_start_pairs(briefs, cfg.pairs, cfg.seed)
+    rng_m = np.random.default_rng([cfg.seed, 99])
+    rejected = [sample_formula(rng_m) for _ in range(cfg.measure)]  # the grammar, before the gate
+    pairs = warm_start_pairs(briefs, cfg.pairs, cfg.seed, per_brief=cfg.per_brief,
+                             accept=(lambda f: env.score(f"<alpha>{f}</alpha>").valid)
+                             if cfg.valid_only else None)
     encoded = [(tok.encode_brief(b), tok.encode_answer(f)) for b, f in pairs]
     model = new_policy(tok, cfg.policy, cfg.seed)
     model.train()
@@ -97,14 +108,13 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
     train_s = time.perf_counter() - t0
     save_policy(model, tok, out, cfg.policy)
     (out / "log.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    import gymkit
-
-    env = gymkit.make(cfg.env_id)
-    measured = corpus_sharpe(env, [f for _, f in pairs[:cfg.measure]])
-    summary = {"config": asdict(cfg), "corpus": measured, "final_loss": loss.item(),
+    measured = corpus_sharpe(env, sorted({f for _, f in pairs})[:cfg.measure])
+    grammar = corpus_sharpe(env, rejected)
+    summary = {"config": asdict(cfg), "corpus": measured, "grammar": grammar, "final_loss": loss.item(),
                "train_seconds": round(train_s, 1), "n_pairs": len(pairs),
                "vocab": len(tok), "parameters": int(sum(p.numel() for p in model.parameters()))}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    log(f"sft: corpus of {measured['n']} formulas: valid {measured['valid_share']:.0%}, mean net "
-        f"Sharpe {measured['mean_sharpe']:+.2f}, gross {measured['mean_gross_sharpe']:+.2f}")
+    for name, m in (("grammar sample", grammar), ("warm-start corpus", measured)):
+        log(f"sft: {name} of {m['n']} formulas: valid {m['valid_share']:.0%}, mean net Sharpe "
+            f"{m['mean_sharpe']:+.2f}, gross {m['mean_gross_sharpe']:+.2f}, CPCV {m['mean_cpcv']:+.2f}")
     return summary

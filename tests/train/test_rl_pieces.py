@@ -47,3 +47,15 @@ def test_thermostat_targets_the_first_window_then_doubles_and_halves() -> None:
         t.update(1.0)
     assert t.zeta == 0.05
     assert t.update(3.0) == 0.025
+
+
+def test_checkpoint_rule_is_best_probe_train_cpcv_and_never_an_all_invalid_one() -> None:
+    from gymkit.train.protocol import best_checkpoint
+
+    rows = [{"checkpoint": "0", "n_valid": 40, "train_cpcv": -1.5},
+            {"checkpoint": "20", "n_valid": 0, "train_cpcv": -1.0},   # nothing valid: placeholder
+            {"checkpoint": "40", "n_valid": 38, "train_cpcv": -1.2},
+            {"checkpoint": "60", "n_valid": 45, "train_cpcv": -1.2}]  # tie: the earlier ships
+    assert best_checkpoint(rows) == "40"
+    rows.append({"checkpoint": "80", "n_valid": 1, "train_cpcv": 0.3})
+    assert best_checkpoint(rows) == "80"

@@ -1,19 +1,24 @@
 """The ``gymkit`` command line.  Subcommands are rows of one table, ``COMMANDS``.
 
-Exit codes (every command): 0 ok, 1 user error (bad input, unknown id, missing file),
-2 usage error (bad arguments), 3 internal error (a bug: please report it), 130 interrupted.
+Exit codes (every command): 0 ok, 1 user error (bad input, unknown id, missing file, a
+missing optional dependency: the message names the install command), 2 usage error (bad
+arguments), 3 internal error (a bug: please report it), 130 interrupted, 141 the output pipe
+closed early (``gymkit score ... | head``: quiet, no traceback).
 Errors print as one line on stderr; ``--debug`` (anywhere on the line) adds the traceback.
+
+Startup is light: ``gymkit --help`` / ``--version`` configure no subcommand, and a command line
+configures only its own subcommand, so numba, scipy, polars and FastAPI load only when a
+command needs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,8 @@ class Command:
 
 def market_summary(panel: object, title: str) -> str:
     """Return a human-readable multi-line summary of a Panel (shape, span, fields, stats)."""
+    import numpy as np
+
     from gymkit.data import DEFAULT_SPLIT, Panel
 
     assert isinstance(panel, Panel)
@@ -150,6 +157,7 @@ _EXIT_CODES = """\
 exit codes:
   0 ok   1 user error (bad input, unknown id, missing file)   2 usage error
   3 internal error (a bug; --debug shows the traceback)   130 interrupted
+  141 output pipe closed early (e.g. | head), quietly
 
   --debug (anywhere on the line) prints the traceback of an error; NO_COLOR=1 turns colour off."""
 
@@ -160,8 +168,20 @@ def _epilog() -> str:
     return start + "\n\nexamples:\n" + "\n".join(rows) + "\n\n" + _EXIT_CODES
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with one subparser per row of ``COMMANDS``."""
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand an argument list names: its first token that is not an option."""
+    for a in argv:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser with one subparser per row of ``COMMANDS``.
+
+    With ``argv``, only the subcommand it names is configured (the others keep their name and
+    help, so ``--help`` lists them): building the parser imports nothing heavy."""
+    wanted = None if argv is None else _command_of(argv)
     def fmt(prog: str) -> argparse.HelpFormatter:
         return argparse.RawDescriptionHelpFormatter(prog, max_help_position=20, width=100)
 
@@ -174,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog = ("examples:\n" + "\n".join(f"  {e}" for e in cmd.examples)) if cmd.examples else None
         sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help, epilog=epilog,
                             formatter_class=fmt)
-        cmd.configure(sp)
+        if argv is None or cmd.name == wanted:
+            cmd.configure(sp)
         sp.set_defaults(_run=cmd.run)
     return parser
 
@@ -195,6 +216,35 @@ USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFou
                                                 PermissionError)
 
 
+#: Optional packages a command may need -> the install command named in its error.
+INSTALL_HINTS: dict[str, str] = {
+    "torch": "pip install torch==2.13.0",
+    "transformers": "pip install torch==2.13.0 'gymkit[train]'",
+    "fastapi": "pip install 'gymkit[server]'",
+    "uvicorn": "pip install 'gymkit[server]'",
+    "matplotlib": "pip install 'gymkit[report]'",
+    "gymnasium": "pip install 'gymkit[adapters]'",
+    "trl": "pip install 'gymkit[adapters]'",
+    "datasets": "pip install 'gymkit[adapters]'",
+    "verifiers": "pip install 'gymkit[adapters]'",
+}
+
+
+def _missing_dependency(exc: ModuleNotFoundError) -> str | None:
+    top = (exc.name or "").split(".")[0]
+    hint = INSTALL_HINTS.get(top)
+    return None if hint is None else f"this command needs {top}, which is not installed: {hint}"
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def _one_line(exc: BaseException) -> str:
     text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     return " ".join(str(text).split()) or type(exc).__name__
@@ -205,17 +255,25 @@ def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in raw
     raw = [a for a in raw if a != "--debug"]
-    parser = build_parser()
     try:
+        parser = build_parser(raw)
         args = parser.parse_args(raw)
     except SystemExit as exc:  # argparse: --help/--version exit 0, bad usage exits 2
         return exc.code if isinstance(exc.code, int) else 2
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2
     name = f"gymkit {args.command}"
     try:
-        return int(args._run(args))
+        rc = int(args._run(args))
+        sys.stdout.flush()
+        return rc
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
@@ -232,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
+        missing = _missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None:
+            print(f"{name}: error: {missing}", file=sys.stderr)
+            return 1
         print(f"{name}: internal error: {type(exc).__name__}: {_one_line(exc)} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 3

@@ -12,7 +12,11 @@ message, never a traceback or a path.  Codes: ``invalid_request`` (422), ``malfo
 beyond loopback without a token), ``not_found`` (404), ``method_not_allowed``
 (405), ``queue_full`` (429 + Retry-After), ``worker_died`` / ``worker_timeout`` /
 ``pool_unavailable`` / ``shutting_down`` (503), ``archive_version_conflict`` /
-``request_id_conflict`` (409), ``internal_error`` (500).
+``request_id_conflict`` (409), ``internal_error`` (500); from the connection layer
+(:mod:`.protocol`): ``bad_request`` (400, a request the HTTP parser rejects) and
+``server_busy`` (503 at the connection limit).  ``invalid_unicode`` is an unpaired surrogate
+(``"\\ud800"``) in a string; ``answer_too_long`` is any answer over the configured or the hard
+limit.  Allowed methods of a 405 are in its ``Allow`` header.
 
 Commits are persisted by the pool (:mod:`gymkit.archive_db`): the archive's versions and the
 idempotency ledger survive restarts and are shared by every server on one database file.
@@ -28,6 +32,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -64,7 +69,7 @@ from .models import (
     SlimeResponse,
 )
 from .pool import PoolError, WorkerPool
-from .settings import ServerSettings
+from .settings import HARD_MAX_ANSWER_CHARS, ServerSettings
 
 __all__ = ["create_app"]
 
@@ -220,7 +225,11 @@ def _json(text: str, status: int = 200) -> Response:
     return Response(text.encode("utf-8"), status_code=status, media_type="application/json")
 
 
-_ERR = {s: {"model": ErrorResponse} for s in (401, 413, 422, 429, 503)}
+_ERR = {s: {"model": ErrorResponse} for s in (400, 401, 413, 422, 429, 503)}
+#: Request fields holding answers: an over-long string there is ``answer_too_long``.
+_ANSWER_FIELDS = frozenset({"completions", "response", "query", "output"})
+#: JSON has no infinity: an unbounded side of a channel's value range is published as this.
+UNBOUNDED = sys.float_info.max
 
 
 def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = None) -> FastAPI:
@@ -242,7 +251,8 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
     app.state.pool, app.state.metrics, app.state.settings = pool, metrics, s
 
     channel_rows = [{"id": c.id, "name": c.name, "priority": env.config.priorities[c.name],
-                     "active": c.name in env.channels, "value_range": list(c.value_range)}
+                     "active": c.name in env.channels,
+                     "value_range": [max(-UNBOUNDED, min(UNBOUNDED, float(v))) for v in c.value_range]}
                     for c in CHANNELS]
 
     def archive_state() -> dict[str, Any]:
@@ -287,8 +297,19 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
             metrics.server_error("malformed_json")
             return _error(400, "malformed_json", "request body is not valid JSON")
         more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
+        where = _loc(first["loc"])
+        kind = first.get("type")
+        if kind == "string_unicode":  # a lone surrogate (e.g. "\ud800"): not valid Unicode
+            metrics.server_error("invalid_unicode")
+            return _error(422, "invalid_unicode", f"{where}: unpaired surrogate (the text is "
+                          f"not valid Unicode){more}")
+        if kind == "string_too_long" and set(first["loc"]) & _ANSWER_FIELDS:
+            limit = (first.get("ctx") or {}).get("max_length", HARD_MAX_ANSWER_CHARS)
+            metrics.server_error("answer_too_long")
+            return _error(422, "answer_too_long", f"{where}: longer than {limit} characters, "
+                          f"the limit is {s.max_answer_chars}{more}")
         metrics.server_error("invalid_request")
-        return _error(422, "invalid_request", f"{_loc(first['loc'])}: {first['msg']}{more}")
+        return _error(422, "invalid_request", f"{where}: {first['msg']}{more}")
 
     @app.exception_handler(RequestError)
     async def _refused(request: Any, exc: RequestError) -> Response:
@@ -312,7 +333,7 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
     async def _http(request: Any, exc: StarletteHTTPException) -> Response:
         code = _STATUS_CODES.get(exc.status_code, f"http_{exc.status_code}")
         metrics.server_error(code)
-        return _error(exc.status_code, code, str(exc.detail))
+        return _error(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def _crash(request: Any, exc: Exception) -> Response:

@@ -1,0 +1,98 @@
+"""``verifiers`` (0.2.x) adapter of the research gym: a ``verifiers.MultiTurnEnv``.
+
+:func:`load_environment` is the module's entry point (``vf.load_environment(
+"gymkit.adapters.research_verifiers", split=..., budget=...)``).  The dataset is the split's
+briefs: ``prompt`` = the research episode's chat (system: task contract, research rules and
+the tool schemas as JSON; user: the brief), ``answer`` empty, ``info = {"brief_id"}``.
+
+Per rollout, ``setup_state`` opens one :class:`~gymkit.research.ResearchEpisode` for the
+row's brief; each model turn is one action (``<tool_call>{json}</tool_call>`` text or an
+``<alpha>`` answer = submit) and ``env_response`` answers with the tool result as a user turn.
+When the episode ends (submit, or a call with the budget spent) the result is the
+``final_env_response`` and the rollout stops; ``max_turns`` = budget + 1.  The rubric's
+``research_reward`` (weight 1) is the episode's reward — ``NO_SUBMIT_REWARD`` when the rollout
+ended without a submission — with weight-0 monitors ``research_valid``, ``research_trials``,
+``research_calls``, ``research_deflation``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from datasets import Dataset
+
+import verifiers as vf
+from gymkit.adapters.common import brief_text_of, completion_text, get_env
+from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
+from gymkit.research import DEFAULT_BUDGET, NO_SUBMIT_REWARD, TOOL_SPECS, ResearchEnv
+
+__all__ = ["ResearchMultiTurnEnv", "load_environment"]
+
+_KEY = "gymkit_research"
+
+
+def _outcome(state: Any) -> dict[str, Any]:
+    got = state.get(_KEY) if state is not None else None
+    return got if isinstance(got, dict) else {}
+
+
+def research_reward(state: Any = None, **kwargs: Any) -> float:
+    """The episode's research reward (NO_SUBMIT_REWARD when it never submitted)."""
+    return float(_outcome(state).get("reward", NO_SUBMIT_REWARD))
+
+
+def _monitor(key: str) -> Any:
+    def f(state: Any = None, **kwargs: Any) -> float:
+        return float(_outcome(state).get(key, 0.0))
+
+    f.__name__ = f"research_{key.removeprefix('n_')}"
+    return f
+
+
+class ResearchMultiTurnEnv(vf.MultiTurnEnv):
+    """One research episode per rollout (module doc)."""
+
+    def __init__(self, renv: ResearchEnv, **kwargs: Any) -> None:
+        super().__init__(max_turns=renv.budget + 1, **kwargs)
+        self.renv = renv
+        self._episodes: dict[str, Any] = {}
+
+    async def setup_state(self, state: Any) -> Any:
+        """Open the row's episode (kept by trajectory id; the state holds only numbers)."""
+        info = state.get("info") or {}
+        brief = brief_text_of(info.get("brief_id") if isinstance(info, dict) else None)
+        self._episodes[state["trajectory_id"]] = self.renv.episode(brief)
+        return state
+
+    async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
+        """Apply the model's last turn as one action; answer with the tool result."""
+        ep = self._episodes[state["trajectory_id"]]
+        res = ep.step(completion_text(messages))
+        reply = [{"role": "user", "content": res.observation}]
+        if res.done:
+            out = res.info["outcome"]
+            state[_KEY] = {k: out[k] for k in ("reward", "valid", "n_trials", "n_calls",
+                                                "deflation")}
+            state["final_env_response"] = reply
+            self._episodes.pop(state["trajectory_id"], None)
+        return reply
+
+
+def load_environment(env_id: str = "us46-research", split: str = "train",
+                     budget: int = DEFAULT_BUDGET, n_briefs: int = DEFAULT_N,
+                     brief_seed: int = DEFAULT_SEED, **kwargs: Any) -> ResearchMultiTurnEnv:
+    """The research environment over the briefs of ``split`` (module doc)."""
+    if split not in ("train", "holdout", "probe"):
+        raise ValueError(f"split must be 'train', 'holdout' or 'probe', got {split!r}")
+    renv = ResearchEnv(get_env(env_id), budget=budget)
+    tools = "\nTools: " + json.dumps(list(TOOL_SPECS), sort_keys=True)
+    rows = []
+    for b in split_briefs(generate_briefs(n_briefs, brief_seed), split):
+        msgs = renv.episode(b.text).messages()
+        msgs[0]["content"] += tools
+        rows.append({"prompt": msgs, "answer": "", "info": {"brief_id": b.brief_id}})
+    funcs = [research_reward, _monitor("valid"), _monitor("n_trials"), _monitor("n_calls"),
+             _monitor("deflation")]
+    rubric = vf.Rubric(funcs=funcs, weights=[1.0, 0.0, 0.0, 0.0, 0.0])
+    return ResearchMultiTurnEnv(renv, dataset=Dataset.from_list(rows), rubric=rubric, **kwargs)

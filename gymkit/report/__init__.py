@@ -1,9 +1,12 @@
 """Tear sheets: one self-contained static HTML page per formula or per file of answers.
 
-``formula_report(env, text, out_dir)`` scores one answer and writes ``out_dir/index.html``
-with its equity, drawdown, rolling Sharpe, CPCV slices and paths, in-sample vs
-out-of-sample, turnover and costs, IC decay, factor exposures, reward channels with
-reasons, stress worlds and archive neighbours.  ``answers_report(env, texts, out_dir)`` does
+``formula_report(env, text, out_dir)`` scores one answer and writes ``out_dir/index.html``:
+why the reward is what it is (the card's channels × priorities, a reason each), equity,
+drawdowns and the worst of them, rolling Sharpe, the return distribution, quantile returns
+and their spread, IC and its decay, turnover and holding period, the break-even cost, long
+and short legs, the 15 CPCV test slices with the distinct path Sharpes, R2's rank drop per
+split, factor exposures (and over time), stress worlds and archive neighbours
+(:data:`FORMULA_SECTIONS`).  Train figures only unless ``holdout=True``.  ``answers_report(env, texts, out_dir)`` does
 the group view (channel heat map, GDPO advantages, validity) and the book view
 (equal-weight and correlation-capped books).  Plots are inline SVG; the page has no script
 and loads nothing from the network.  Output is byte-identical for the same inputs unless a

@@ -210,12 +210,13 @@ def _stress_note(env: Environment, card: ScoreCard) -> str:
     return f"stress worlds {env.config.stress_worlds!r}"
 
 
-def study_formula(env: Environment, text: str, *, holdout: bool = True,
+def study_formula(env: Environment, text: str, *, holdout: bool = False,
                   label: str | None = None, card: ScoreCard | None = None) -> FormulaStudy:
     """Score ``text`` (a formula or a whole answer) on ``env`` and gather the tear-sheet data.
 
-    ``holdout=False`` leaves the holdout out entirely (for use while a run is still being
-    selected).  ``card``: the answer's card as already scored in its group (the demo's), so
+    Train figures only by default; ``holdout=True`` adds the holdout backtest (report only:
+    ``gymkit report --holdout`` first claims the look in the holdout ledger, see
+    :mod:`gymkit.holdout`; call :func:`gymkit.holdout.claim_holdout` yourself from Python).  ``card``: the answer's card as already scored in its group (the demo's), so
     the sheet shows that reward (group channels included); by default it is scored alone.
     An invalid answer gives a study with its card and no backtests.
     """
@@ -343,7 +344,7 @@ def _book_view(window: str, dates: np.ndarray, market: np.ndarray, pnls: np.ndar
 
 
 def study_group(env: Environment, texts: Sequence[str], labels: Sequence[str] | None = None, *,
-                holdout: bool = True) -> GroupStudy:
+                holdout: bool = False) -> GroupStudy:
     """Score the answers ``texts`` as one group on ``env``; build the group and book views.
 
     ``texts`` are whole answers, taken verbatim (a bare formula without ``<alpha>`` fails
@@ -382,24 +383,6 @@ def study_group(env: Environment, texts: Sequence[str], labels: Sequence[str] | 
         capped_idx=tuple(valid_idx[j] for j in capped), books=tuple(books),
         stress_note=_stress_note(env, cards[0]), env_id=env.config.env_id,
         env_description=env.config.description)
-
-
-def path_returns(net: np.ndarray, cpcv: object, split_returns: np.ndarray | None = None) -> np.ndarray:
-    """(n_paths, D) daily returns of the recombined CPCV paths (:meth:`CPCV.path_sharpes` layout).
-
-    Path j takes, for every block b, the test returns of block b from the split
-    ``path_assignment()[b, j]``; without ``split_returns`` every split sees ``net`` itself,
-    so for a formula (nothing fitted) all paths equal ``net``.
-    """
-    r = np.asarray(net, dtype=np.float64)
-    blocks = cpcv.blocks(r.size)  # type: ignore[attr-defined]
-    assign = cpcv.path_assignment()  # type: ignore[attr-defined]
-    out = np.empty((assign.shape[1], r.size))
-    for j in range(assign.shape[1]):
-        for b, (lo, hi) in enumerate(blocks):
-            src = r if split_returns is None else split_returns[assign[b, j]]
-            out[j, lo:hi] = src[lo:hi]
-    return out
 
 
 def rolling_nanmean(x: np.ndarray, window: int) -> np.ndarray:

@@ -26,10 +26,12 @@ def write_page(html_text: str, out_dir: str | Path) -> Path:
     return path
 
 
-def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout: bool = True,
+def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout: bool = False,
                    generated_at: str | None = None, label: str | None = None,
                    card: ScoreCard | None = None) -> Path:
     """Write the tear sheet of one answer (a bare formula or a completion); return its path.
+
+    Train figures only unless ``holdout=True`` (claim the look first: :mod:`gymkit.holdout`).
 
     ``card``: its card as scored in a group (the demo passes it: the same reward shown)."""
     study = study_formula(env, text, holdout=holdout, label=label, card=card)
@@ -37,7 +39,7 @@ def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout:
 
 
 def answers_report(env: Environment, texts: Sequence[str], out_dir: str | Path, *,
-                   labels: Sequence[str] | None = None, holdout: bool = True,
+                   labels: Sequence[str] | None = None, holdout: bool = False,
                    generated_at: str | None = None) -> Path:
     """Write the group and book tear sheet of ``texts`` scored as one group; return its path."""
     study = study_group(env, texts, labels, holdout=holdout)

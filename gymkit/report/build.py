@@ -109,7 +109,8 @@ def _no_backtest(s: FormulaStudy) -> str:
 
 def _hold_note(s: FormulaStudy) -> str:
     return "" if s.holdout is not None else (
-        '<p class="note">Holdout not computed for this report (--no-holdout).</p>')
+        '<p class="note">Holdout not shown: train figures only (<code>gymkit report --holdout</code> shows it, once per '
+        'environment and formula set, recorded in the holdout ledger).</p>')
 
 
 def _summary(s: FormulaStudy) -> tuple[str, str]:

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-__all__ = ["PALETTE", "bar_svg", "heatmap_svg", "hist_svg", "new_figure", "render_svg", "scatter_svg", "series_svg"]
+__all__ = ["PALETTE", "bar_svg", "heatmap_svg", "hist_svg", "new_figure", "render_svg", "series_svg"]
 
 #: Colours by role (colour-blind-safe pairs: blues for train, oranges for holdout).
 PALETTE = {
@@ -175,29 +175,6 @@ def bar_svg(name: str, panels: Sequence[dict], height: float = 2.8,
                               borderaxespad=0.2)
                 else:
                     ax.legend(loc="best")
-        styled(fig)
-        return render_svg(fig, name)
-
-
-def scatter_svg(name: str, x: np.ndarray, y: np.ndarray, labels: Sequence[str], title: str,
-                xlabel: str, ylabel: str, height: float = 3.2) -> str:
-    """One scatter with a y = x line and a text label per point."""
-    with matplotlib.rc_context(_RC):
-        fig = new_figure(5.0, height)
-        fig.subplots_adjust(left=0.13, bottom=0.15, right=0.97, top=0.9)
-        ax = fig.subplots()
-        ax.scatter(x, y, color=PALETTE["train"], s=18, zorder=3)
-        lo = float(min(np.min(x), np.min(y), 0.0))
-        hi = float(max(np.max(x), np.max(y), 0.0))
-        pad = 0.05 * (hi - lo or 1.0)
-        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="#888888", linewidth=0.8,
-                linestyle="--", label="y = x")
-        for xi, yi, lab in zip(x, y, labels, strict=True):
-            ax.annotate(lab, (xi, yi), fontsize=6.5, xytext=(3, 2), textcoords="offset points")
-        ax.set_title(title, loc="left")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.legend(loc="upper left")
         styled(fig)
         return render_svg(fig, name)
 

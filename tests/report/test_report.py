@@ -60,7 +60,7 @@ def _parse(html: str) -> _Ids:
 
 @pytest.fixture(scope="module")
 def study(env):
-    return study_formula(env, PLANTED)
+    return study_formula(env, PLANTED, holdout=True)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def page(study, env):
 
 @pytest.fixture(scope="module")
 def group(env):
-    return study_group(env, [c for _, c in GROUP], [lb for lb, _ in GROUP])
+    return study_group(env, [c for _, c in GROUP], [lb for lb, _ in GROUP], holdout=True)
 
 
 def test_formula_page_has_every_section_in_order(page):
@@ -111,11 +111,11 @@ def test_holdout_is_realistic_costs_on_holdout_days_only(study, env):
     assert ho.metrics.sharpe != study.train.metrics.sharpe
 
 
-def test_no_holdout_leaves_it_out(env):
-    s = study_formula(env, PLANTED, holdout=False)
+def test_train_only_is_the_default_and_leaves_the_holdout_out(env):
+    s = study_formula(env, PLANTED)
     assert s.holdout is None and np.isnan(s.ic_decay_holdout).all()
     html = formula_page(s)
-    assert "Holdout not computed" in html
+    assert "Holdout not shown: train figures only" in html
     assert _parse(html).sections == [sid for sid, _ in FORMULA_SECTIONS]
 
 

@@ -264,8 +264,8 @@ def cpcv_section(s: FormulaStudy) -> tuple[str, str]:
     """The 15 test-slice Sharpes and the distribution of the distinct recombined path Sharpes."""
     intro = ("The train window cut into 6 blocks; each pair of blocks is one test slice (15), with "
              "10 sessions purged before and 5 embargoed after each test block. R1 = mean − 0.5·std "
-             "of the 15 test Sharpes. The 5 recombined paths are only counted once each when they "
-             "differ: a formula fits nothing, so every path is the whole window.")
+             "of the 15 test Sharpes. A formula fits nothing, so each of the 5 recombined CPCV paths "
+             "is the whole window: the page shows their distinct Sharpes (one), not five copies.")
     tr = s.train
     if tr is None:
         return _none(s), intro
@@ -338,5 +338,5 @@ def rank_drop_section(s: FormulaStudy) -> tuple[str, str]:
         ("R2 on the card", f"{fmt(s.card.channels.get('pbo'), '+.4f')} (scored in its own group; "
                            "0 when scored alone)"),
     ]) + table(["split", "in-sample rank", "test rank", "drop", "penalty"], rows,
-               [False, True, True, True, True])
+               [False, True, True, False, True])  # a rise in rank (drop < 0) is not a loss: no red
     return body, intro

@@ -125,7 +125,7 @@ def plant_canaries(target: AuditTarget, plant: CanaryPlant) -> Any:
     market = _holdout_canary_market(target.market, hold, plant)
     cfg = target.config.replace(description=plant.description, archive={"seed": "none"},
                                 market="user")
-    env = Environment(cfg, market)
+    env = Environment(cfg, market, split_note=target.env.split_note)
     probe = env.score(tag(KNOWN_GOOD[0]))
     if probe.pnl is not None:
         env.archive.add(plant.archive_form, np.asarray(probe.pnl) * 1.0001)

@@ -36,11 +36,13 @@ WORKERS = 2
 _WORKER_ENV: Any = None
 
 
-def _init_worker(config_toml: str, spec: MarketSpec, ready: Any) -> None:
+def _init_worker(config_toml: str, spec: MarketSpec, ready: Any,
+                 split_note: str | None = None) -> None:
     global _WORKER_ENV
     from gymkit.env import Environment
 
-    _WORKER_ENV = Environment(EnvConfig.from_toml(config_toml), load_market(spec))
+    _WORKER_ENV = Environment(EnvConfig.from_toml(config_toml), load_market(spec),
+                              split_note=split_note)
     ready.wait(timeout=600)  # every worker is built before any takes a task: all of them work
 
 
@@ -88,7 +90,7 @@ def check_determinism(target: AuditTarget, workers: int = WORKERS) -> CheckResul
     if again != here:
         failures.append("rescoring in the same process changed a card; "
                         + first_difference(here, again))
-    uncached = Environment(target.config, target.market, cache=None)
+    uncached = Environment(target.config, target.market, cache=None, split_note=env.split_note)
     off = [c.to_json() for c in uncached.score_group(answers)]
     if off != here:
         failures.append("the evaluator cache changes a card (cache off != cache on); "
@@ -115,7 +117,8 @@ def _pool_compare(target: AuditTarget, answers: list[str], here: list[str], work
     pids: set[int] = set()
     ready = ctx.Barrier(workers)
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(target.config_toml, target.spec, ready)) as pool:
+                             initargs=(target.config_toml, target.spec, ready,
+                                       env.split_note)) as pool:
         whole = [pool.submit(score_in_worker, answers) for _ in range(workers)]
         split = [pool.submit(score_in_worker, p) for p in parts]
         for f in whole:

@@ -112,7 +112,7 @@ def check_holdout_isolation(target: AuditTarget) -> CheckResult:
         return CheckResult("holdout_isolation", False, "the market has no holdout rows",
                            ("configure a split whose holdout window covers sessions of the panel",))
     poisoned = poison_holdout(target.market, hold)
-    other = Environment(target.config, poisoned)
+    other = Environment(target.config, poisoned, split_note=env.split_note)
     answers = probe_answers(env)
     a = [_public(c.to_dict(timings=False)) for c in env.score_group(answers)]
     b = [_public(c.to_dict(timings=False)) for c in other.score_group(answers)]

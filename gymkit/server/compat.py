@@ -160,8 +160,13 @@ def _numeric_fields(vr: dict[str, Any]) -> dict[str, float]:
             continue
         if isinstance(v, bool):
             out[k] = float(v)
-        elif isinstance(v, (int, float)) and math.isfinite(v):
-            out[k] = float(v)
+        elif isinstance(v, (int, float)):
+            try:
+                f = float(v)
+            except OverflowError:  # an integer beyond float range: not a metric
+                continue
+            if math.isfinite(f):
+                out[k] = f
     return out
 
 

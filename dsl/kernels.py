@@ -90,7 +90,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, vectorize
 
-__all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "row_ranks2"]
+__all__ = ["ELEMENTWISE", "KERNELS", "rank_scratch", "read_only", "row_ranks2"]
 
 _NAN = np.nan
 _JIT = {"nopython": True, "cache": True}
@@ -614,10 +614,21 @@ def _group_neutralize_rows(x, codes, out):
 
 
 def _matrix(x: object, name: str) -> np.ndarray:
-    """``x`` as a float64 (T, N) array; a one-line ValueError naming the kernel if not."""
+    """``x`` as a read-only C-contiguous float64 (T, N) array (:func:`read_only`); a one-line
+    ValueError naming the kernel if not 2-D."""
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != 2:
         raise ValueError(f"{name}: expected a (T, N) float64 array, got shape {a.shape}")
+    return read_only(a)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous array that is read-only (a view when ``a`` is writable): every
+    compiled kernel sees only read-only inputs, so one compilation serves every caller."""
+    a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
     return a
 
 
@@ -647,7 +658,7 @@ def scale(x: np.ndarray) -> np.ndarray:
 def group_neutralize(x: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Per row: x minus its group's mean of finite values; codes int64 (N,), -1 -> NaN."""
     x = _matrix(x, "group_neutralize")
-    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    codes = read_only(np.asarray(codes, dtype=np.int64))
     if codes.shape != (x.shape[1],):
         raise ValueError(f"group_neutralize: codes must have shape ({x.shape[1]},), got {codes.shape}")
     out = np.empty(x.shape)

@@ -37,7 +37,7 @@ import math
 import numpy as np
 from numba import njit
 
-from gymkit.dsl.kernels import rank_scratch, row_ranks2
+from gymkit.dsl.kernels import rank_scratch, read_only, row_ranks2
 
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
@@ -365,7 +365,7 @@ def _as_values(values: np.ndarray) -> np.ndarray:
         raise ValueError(f"formula values must be a 2-D (sessions, stocks) array, got shape {v.shape}")
     if not np.issubdtype(v.dtype, np.number) and v.dtype != np.bool_:
         raise ValueError(f"formula values must be numeric, got dtype {v.dtype}")
-    return np.ascontiguousarray(v, dtype=np.float64)
+    return read_only(np.asarray(v, dtype=np.float64))
 
 
 def _bounds(rows: slice | None, n: int) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """Determinism and isolation of research episodes.
 
 * The same episode gives a byte-identical transcript in two fresh processes (different hash
-  seeds) and in this one.
+  seeds) and in this one; neither process imports torch.
 * Perturbing every holdout price changes no tool output, and the tools' panel has no
   holdout rows.
 * None of the leak suite's canaries (holdout-only stock, private description, archive entry)
@@ -35,6 +35,7 @@ SCRIPT = textwrap.dedent("""
     ep.call("describe")
     ep.call("compare", formula_a="rank(-ts_sum(returns, 5))", formula_b="rank(ts_delta(volume, 3))")
     hill_climb(ep, np.random.default_rng(7))
+    assert "torch" not in sys.modules, "a research episode imported torch"
     sys.stdout.write(ep.transcript_json())
 """)
 

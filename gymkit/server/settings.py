@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from gymkit.dsl.extract import MAX_ANSWER_CHARS
+
 __all__ = ["HARD_MAX_ANSWER_CHARS", "HARD_MAX_COMPLETIONS", "ServerSettings"]
 
 #: Ceilings written into the OpenAPI schema; configured limits may only be lower.
@@ -45,7 +47,7 @@ class ServerSettings:
     token: str | None = None
     max_body_bytes: int = 16 << 20
     max_completions: int = 256
-    max_answer_chars: int = 128 << 10
+    max_answer_chars: int = MAX_ANSWER_CHARS  # the one answer limit of env.score / score-file
     queue_limit: int = 64
     job_timeout_s: float = 120.0
     header_timeout_s: float = 10.0

@@ -84,3 +84,65 @@ def test_commits_need_the_token_beyond_loopback(env) -> None:
         assert c.post("/v1/archive/commit", json=body).status_code == 401
         r = c.post("/v1/archive/commit", json=body, headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 200
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(db: str, port: int):
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "gymkit.cli", "serve", "--port", str(port),
+                             "--workers", "1", "--archive-db", db],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _wait_up(proc, url: str) -> None:
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        try:
+            if httpx.get(url + "/ready", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise AssertionError("gymkit serve did not become ready")
+
+
+def test_gymkit_serve_archive_db_survives_a_sigterm_restart(tmp_path) -> None:
+    """Assertion: `gymkit serve --archive-db PATH` as a user types it: a commit, SIGTERM, a new
+    `gymkit serve` on the same file reports the same archive and replays the commit's bytes."""
+    import signal
+
+    import httpx
+
+    db, port = str(tmp_path / "cli.sqlite3"), _free_port()
+    url = f"http://127.0.0.1:{port}"
+    state = first = None
+    for round_ in range(2):
+        proc = _serve(db, port)
+        try:
+            _wait_up(proc, url)
+            r = httpx.post(url + "/v1/archive/commit", timeout=60,
+                           json={"request_id": "cli-1", "completions": VALID[:2]})
+            assert r.status_code == 200
+            if round_ == 0:
+                first, state = r.content, httpx.get(url + "/v1/archive").json()
+            else:
+                assert r.content == first
+                assert httpx.get(url + "/v1/archive").json() == state
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+    assert state is not None and state["version"] > 0

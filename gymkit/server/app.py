@@ -69,7 +69,7 @@ from .models import (
     SlimeResponse,
 )
 from .pool import PoolError, WorkerPool
-from .settings import HARD_MAX_ANSWER_CHARS, ServerSettings
+from .settings import HARD_MAX_ANSWER_CHARS, HARD_MAX_COMPLETIONS, ServerSettings
 
 __all__ = ["create_app"]
 
@@ -230,6 +230,36 @@ _ERR = {s: {"model": ErrorResponse} for s in (400, 401, 413, 422, 429, 503)}
 _ANSWER_FIELDS = frozenset({"completions", "response", "query", "output"})
 #: JSON has no infinity: an unbounded side of a channel's value range is published as this.
 UNBOUNDED = sys.float_info.max
+
+
+#: (request schema, property) whose size the server checks against its configured limits
+_LIMITED = (("ScoreRequest", "completions"), ("ScoreGroupRequest", "completions"),
+            ("CommitRequest", "completions"), ("SlimeRequest", "response"),
+            ("AdvantagesRequest", "channels"), ("OpenRLHFRequest", "query"))
+
+
+def _publish_limits(schema: dict[str, Any], s: ServerSettings) -> dict[str, Any]:
+    """Write the configured limits into the spec where the models carry the hard ceilings, so
+    the spec admits exactly what the server accepts (``maxItems`` of answer lists, and the
+    ``maxLength`` of answers the server checks itself)."""
+    def walk(node: Any, lengths: bool) -> None:
+        if isinstance(node, dict):
+            if node.get("maxItems") == HARD_MAX_COMPLETIONS:
+                node["maxItems"] = s.max_completions
+            if lengths and node.get("maxLength") == HARD_MAX_ANSWER_CHARS:
+                node["maxLength"] = s.max_answer_chars
+            for v in node.values():
+                walk(v, lengths)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, lengths)
+
+    models = schema.get("components", {}).get("schemas", {})
+    for name, prop in _LIMITED:
+        node = models.get(name, {}).get("properties", {}).get(prop)
+        if node is not None:  # OpenRLHF queries hold the prompt too: their length is not the answer's
+            walk(node, lengths=name != "OpenRLHFRequest")
+    return schema
 
 
 def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = None) -> FastAPI:
@@ -469,6 +499,12 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
 
     app.include_router(nemo_router)  # /seed_session, /aggregate_metrics (compat.py)
     app.include_router(episodes_router(env))  # /v1/episodes: research sessions (episodes.py)
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _publish_limits(FastAPI.openapi(app), s)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     routes = frozenset(r.path for r in app.routes if hasattr(r, "path"))
     app.add_middleware(RequestGuard, settings=s, metrics=metrics, routes=routes)
     return app

@@ -74,3 +74,19 @@ def test_malformed_json_is_400_with_the_documented_shape(srv) -> None:
         r = c.post("/v1/score", content=b"{", headers={"content-type": "application/json"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
         assert c.post("/v1/score", json={"completions": VALID[:1]}).status_code == 200
+
+
+def test_spec_publishes_the_configured_limits(env) -> None:
+    """Assertion: /openapi.json of a server with max_completions=16 and max_answer_chars=2000
+    says maxItems 16 and maxLength 2000 for the answers /v1/score takes (not the hard
+    ceilings the server would refuse), and a request at the published limit is accepted."""
+    with running_server(env, max_completions=16, max_answer_chars=2000) as srv, srv.client() as c:
+        spec = c.get("/openapi.json").json()
+        comp = spec["components"]["schemas"]["ScoreRequest"]["properties"]["completions"]
+        assert comp["maxItems"] == 16 and comp["items"]["maxLength"] == 2000
+        slime = spec["components"]["schemas"]["SlimeRequest"]["properties"]["response"]
+        assert slime["maxLength"] == 2000
+        r = c.post("/v1/score", json={"completions": ["x" * 2000]})
+        assert r.status_code == 200
+        r = c.post("/v1/score", json={"completions": ["x" * 2001]})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "answer_too_long"

@@ -12,9 +12,15 @@ the long layout).  Every field must list the same tickers.  A pandas frame with
 two-level columns ``(field, ticker)`` is accepted and flattened to that convention.
 Dates must be increasing; column order is free.
 
-Sources: a path to ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq``; a polars DataFrame
-or LazyFrame; a pandas DataFrame.  ``layout=None`` detects the layout: a ``ticker``
-column means long, ``field:TICKER`` columns mean wide.
+Sources: a path to ``.csv``, ``.csv.gz``, ``.parquet`` or ``.pq`` (read by
+:mod:`gymkit.data.reading`: malformed files are one line naming the file, sizes capped); a
+polars DataFrame or LazyFrame; a pandas DataFrame.  Column names are first mapped onto the
+schema (:mod:`gymkit.data.columns`: ``columns=`` mapping, pandas index columns dropped,
+case-insensitive names and aliases such as ``Name``/``Date``/``Adj Close``, unknown long
+columns ignored with a note).  ``layout=None`` then detects the layout: a ``ticker``
+column means long, ``field:TICKER`` columns mean wide.  Data-quality warnings (likely
+unadjusted splits, zero volume, missing opens: :mod:`gymkit.data.quality`) are reported in
+every mode, never raised.
 
 Result: rows = sorted union of dates, columns = sorted tickers, absent (date, ticker)
 cells NaN.  With ``adjust=True`` the ``split``/``dividend`` columns produce split- and
@@ -22,7 +28,8 @@ dividend-adjusted OHLC and split-adjusted volume (:mod:`gymkit.data.corporate_ac
 otherwise prices are raw and those columns are validated and dropped.
 
 Validation (:mod:`gymkit.data.validate`): ``strict=True`` raises
-:class:`~gymkit.data.validate.ValidationError` (one line naming rule, ticker, date);
+:class:`~gymkit.data.validate.ValidationError` (one line naming rule, ticker, date, listing
+the rule's first 20 offending rows and their count);
 ``strict=False`` masks bad cells / drops bad rows, warns with a one-line summary
 (:class:`ValidationWarning`) and, through :func:`load_panel_with_report`, returns the
 :class:`~gymkit.data.validate.ValidationReport` with counts per rule.

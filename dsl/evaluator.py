@@ -58,8 +58,14 @@ def evaluate(expr: str | Node, panel: PanelLike, *,
     Text is parsed with :func:`gymkit.dsl.parser.parse` (its ``DSLError`` propagates).
     A field the panel lacks raises ``DSLError('field_unavailable')``, a group level it
     lacks ``DSLError('group_unavailable')``.  ``cache`` is the sub-expression cache to
-    use (``None``: no caching); results are bit-identical either way.
+    use (``None``: no caching); results are bit-identical either way.  A pandas/polars
+    frame (long or wide) is read by ``gymkit.data.load_panel`` first, as ``make`` reads it.
     """
+    if not hasattr(panel, "has_field"):
+        from gymkit.data.loaders import is_frame, load_panel
+
+        if is_frame(panel):
+            panel = load_panel(panel)
     node = _parse_for(expr, panel) if isinstance(expr, str) else expr
     if cache is not None:
         node = exact_form(node)

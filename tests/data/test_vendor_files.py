@@ -171,3 +171,12 @@ def test_quality_warnings_name_rows() -> None:
         warnings.simplefilter("always")
         load_panel(df)
     assert sum(issubclass(w.category, DataWarning) for w in seen) == 3
+
+
+def test_evaluate_reads_a_frame_through_the_loader() -> None:
+    from gymkit.dsl import evaluate
+
+    df = vendor_frame()
+    panel = load_panel(df)
+    got = evaluate("rank(ts_delta(close, 2))", df)
+    assert np.array_equal(got, evaluate("rank(ts_delta(close, 2))", panel), equal_nan=True)

@@ -7,6 +7,11 @@ from an invalid answer, which is a real :class:`~gymkit.card.ScoreCard` with ``v
 Adapters map the two differently (e.g. TRL: invalid → None on every channel but ``valid``;
 internal → None everywhere, so TRL gives it no advantage at all).
 
+Internal errors and scalar trainers: an adapter that must hand a trainer one number for an
+internal error hands it :data:`INTERNAL_REWARD`, the lowest reward of the table (a missing tag's,
+:data:`gymkit.verifiers.channels.INVALID_REWARDS`), flagged as internal; an internal error
+therefore never outranks an answer, so no output can raise a reward by making scoring fail.
+
 Memo: results are keyed by sha256 of (environment fingerprint, archive version, brief, the
 group's completions), so the K per-channel reward functions that a trainer calls on one batch
 score it once.  The memo holds the last :data:`MEMO_SIZE` groups (LRU).
@@ -26,8 +31,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["MEMO_SIZE", "InternalResult", "brief_text_of", "clear_memo", "completion_text", "get_env",
-           "group_keys", "score_group_safe", "score_rows"]
+from gymkit.verifiers.channels import INVALID_REWARDS
+
+__all__ = ["INTERNAL_REWARD", "MEMO_SIZE", "InternalResult", "brief_text_of", "clear_memo",
+           "completion_text", "get_env", "group_keys", "score_group_safe", "score_rows"]
+
+#: The scalar reward of an internal scoring error: the table's lowest (module doc).
+INTERNAL_REWARD: float = min(INVALID_REWARDS.values())
 
 #: Number of scored groups kept in the per-process memo.
 MEMO_SIZE = 4096
@@ -52,7 +62,7 @@ class InternalResult:
 
     message: str
     valid: bool = False
-    reward: float = 0.0
+    reward: float = INTERNAL_REWARD
     internal: bool = True
 
     @property

@@ -6,7 +6,7 @@
 without an explicit brief one is drawn from the split with the seeded ``self.np_random``.
 ``step(action) -> (observation, reward, terminated=True, truncated=False, info)``:
 ``reward = card.reward``; ``info = {"card": ScoreCard, "valid", "channels", "error",
-"brief_id"}``.  An exception while scoring gives reward 0.0 and ``info["error"] = "internal"``
+"brief_id"}``.  An exception while scoring gives reward ``INTERNAL_REWARD`` (the lowest of the table) and ``info["error"] = "internal"``
 (distinct from an invalid answer's gate code); it never raises.
 
 Spaces: ``gymnasium.spaces.Text`` for both; the charset holds every character of the prompts
@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import gymnasium
 from gymnasium import spaces
 
-from gymkit.adapters.common import get_env, score_group_safe
+from gymkit.adapters.common import INTERNAL_REWARD, get_env, score_group_safe
 from gymkit.adapters.gym_registration import ENV_IDS, register_envs
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, MECHANISMS, generate_briefs, split_briefs
 
@@ -97,7 +97,7 @@ class GymkitEnv(gymnasium.Env):
         if getattr(res, "internal", False):
             info = {"card": res, "valid": False, "channels": {}, "error": "internal",
                     "brief_id": self._brief_id}
-            return self._obs, 0.0, True, False, info
+            return self._obs, INTERNAL_REWARD, True, False, info
         info = {"card": res, "valid": res.valid, "channels": dict(res.channels),
                 "error": None if res.error is None else res.error.code, "brief_id": self._brief_id}
         return self._obs, float(res.reward), True, False, info

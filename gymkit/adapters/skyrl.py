@@ -13,7 +13,7 @@ until ``out["done"]``; ``env.get_metrics()``; ``env.close()``.  Here:
 * ``init(prompt)`` returns the prompt unchanged (the brief's chat messages);
 * ``step(action)`` scores the text as a group of one: ``reward`` = ``card.reward`` (passed
   through), ``done=True``, ``observations=[]`` (single turn), ``metadata`` = ``{"valid",
-  "error", "channels", "internal"}``; an exception while scoring gives reward 0.0 with
+  "error", "channels", "internal"}``; an exception while scoring gives reward ``INTERNAL_REWARD`` (the lowest) with
   ``internal=True`` and ``error="internal"`` (distinct from an invalid answer); never raises;
 * ``get_metrics()`` = ``{"gymkit_reward", "gymkit_valid", "gymkit_internal", "gymkit_<channel>"...}``
   (numbers, averaged over episodes by SkyRL's default ``aggregate_metrics``).
@@ -28,7 +28,7 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from gymkit.adapters.common import brief_text_of, get_env, score_group_safe
+from gymkit.adapters.common import INTERNAL_REWARD, brief_text_of, get_env, score_group_safe
 from gymkit.adapters.datasets import brief_rows
 from gymkit.briefs import Brief
 
@@ -76,9 +76,11 @@ class GymkitTextEnv(BaseTextEnv):
         except Exception:
             res = None
         if res is None or getattr(res, "internal", False):
-            self._metrics = {"gymkit_reward": 0.0, "gymkit_valid": 0.0, "gymkit_internal": 1.0}
+            self._metrics = {"gymkit_reward": INTERNAL_REWARD, "gymkit_valid": 0.0,
+                             "gymkit_internal": 1.0}
             meta = {"valid": False, "error": "internal", "channels": {}, "internal": True}
-            return BaseTextEnvStepOutput(observations=[], reward=0.0, done=True, metadata=meta)
+            return BaseTextEnvStepOutput(observations=[], reward=INTERNAL_REWARD, done=True,
+                                         metadata=meta)
         channels = {k: float(v) for k, v in res.channels.items()}
         self._metrics = {"gymkit_reward": float(res.reward), "gymkit_valid": float(res.valid),
                          "gymkit_internal": 0.0, **{f"gymkit_{k}": v for k, v in channels.items()}}

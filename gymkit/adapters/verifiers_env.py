@@ -20,7 +20,8 @@ and call it.  The installed verifiers release chooses the API:
 Each rollout is scored as a group of one through the shared memo (the K functions of one rollout
 score it once); R2 (group PBO) is therefore 0 here.  Completions are read from message dicts
 and message objects alike (:func:`gymkit.adapters.common.completion_text`), never their repr.
-An internal error gives 0.0 on every function with ``gymkit_internal = 1``.
+An internal error gives ``INTERNAL_REWARD`` (the lowest reward) on ``gymkit_reward``, 0.0 on the
+other functions, and ``gymkit_internal = 1``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Any
 
-from gymkit.adapters.common import brief_text_of, completion_text, get_env, score_group_safe
+from gymkit.adapters.common import (
+    INTERNAL_REWARD,
+    InternalResult,
+    brief_text_of,
+    completion_text,
+    get_env,
+    score_group_safe,
+)
 from gymkit.adapters.datasets import brief_rows
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 
@@ -61,12 +69,12 @@ class VerifiersChannel:
             env = get_env(self.env_id)
             res = score_group_safe(env, [completion_text(completion)], brief_text_of(brief_id))[0]
         except Exception:
-            return 1.0 if self.channel == "internal" else 0.0
+            res = InternalResult("scoring raised")
         internal = bool(getattr(res, "internal", False))
         if self.channel == "internal":
             return 1.0 if internal else 0.0
         if internal:
-            return 0.0
+            return INTERNAL_REWARD if self.channel == "reward" else 0.0
         if self.channel == "valid":
             return 1.0 if res.valid else 0.0
         if self.channel == "reward":

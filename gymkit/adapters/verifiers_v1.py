@@ -6,7 +6,7 @@
   the chat messages of gymkit/prompt.py (system + brief) — no private data;
 * :class:`GymkitTask` scores the trace's last assistant message as a group of one: reward
   ``gymkit`` (weight 1) = ``card.reward`` passed through, and metric ``gymkit`` (a mapping) =
-  ``valid`` (1/0), ``internal`` (1 when scoring raised; reward 0) and one value per active
+  ``valid`` (1/0), ``internal`` (1 when scoring raised; reward ``INTERNAL_REWARD``, the lowest) and one value per active
   channel.  Message objects and dicts are read alike (never their repr).
 
 This module exports exactly one Taskset subclass in ``__all__``, as verifiers' plugin loader
@@ -23,7 +23,13 @@ from typing import Any
 
 import verifiers.v1 as vf
 
-from gymkit.adapters.common import brief_text_of, completion_text, get_env, score_group_safe
+from gymkit.adapters.common import (
+    INTERNAL_REWARD,
+    brief_text_of,
+    completion_text,
+    get_env,
+    score_group_safe,
+)
 from gymkit.adapters.datasets import brief_rows
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 
@@ -55,10 +61,10 @@ class GymkitTask(vf.Task):
 
     @vf.reward(weight=1.0)
     async def gymkit(self, trace: Any) -> float:
-        """``card.reward`` of the last answer (0.0 on an internal error)."""
+        """``card.reward`` of the last answer (``INTERNAL_REWARD`` on an internal error)."""
         res = self._result(trace)
         if res is None or getattr(res, "internal", False):
-            return 0.0
+            return INTERNAL_REWARD
         return float(res.reward)
 
     @vf.metric

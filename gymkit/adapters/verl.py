@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gymkit.adapters.common import InternalResult, get_env, score_rows
+from gymkit.adapters.common import INTERNAL_REWARD, InternalResult, get_env, score_rows
 
 __all__ = ["DATA_SOURCE", "compute_score", "compute_score_batch", "env_id_of"]
 
@@ -59,7 +59,8 @@ def _brief_id(ground_truth: Any, extra_info: Any) -> str | None:
 
 def _result_dict(res: Any, channels: Sequence[str]) -> dict[str, float]:
     if getattr(res, "internal", False):
-        return {"score": 0.0, "valid": 0.0, "internal_error": 1.0, **{c: 0.0 for c in channels}}
+        return {"score": INTERNAL_REWARD, "valid": 0.0, "internal_error": 1.0,
+                **{c: 0.0 for c in channels}}
     return {"score": float(res.reward), "valid": float(res.valid), "internal_error": 0.0,
             **{c: float(res.channels[c]) for c in channels}}
 

@@ -1,0 +1,636 @@
+"""Torch kernels of the DSL on batched panels: every value is a float64 (B, T, N) tensor.
+
+One function per operator of ``gymkit.dsl.kernels.KERNELS``, with the same semantics (NaN
+rules, windows, ties, -0.0), batched over a leading axis B of formulas that share the
+operator and window.  Where the Numba kernel's arithmetic can be replayed step for step
+it is (element-wise IEEE operations; block prefix/suffix sums and products in the same
+order; exact integer counts for rank, ts_rank and the constant-window tests), so the
+results are bit-identical on CPU and CUDA alike.  Three places cannot be:
+
+- ``log`` and ``power`` (non-fast-path exponents): torch's vector math libraries
+  (SLEEF on CPU, CUDA's libdevice) are not glibc's libm; both are within 1 ulp.
+- ``scale`` and ``group_neutralize``: Numba sums a row with Neumaier compensation in stock
+  order, torch sums in its own order (a reduction / a matmul): within a few ulps of the sum.
+- anything downstream of those two, amplified by what follows (a rank can reorder
+  near-ties).
+
+Scalars (literal operands of element-wise operators) are Python floats or (B, 1, 1)
+tensors and broadcast.  This module imports torch: scoring never imports it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+Tensor = torch.Tensor
+_NAN = math.nan
+
+
+def _fin(x: Tensor) -> Tensor:
+    return torch.isfinite(x)
+
+
+def _t(x: Tensor | float, like: Tensor) -> Tensor:
+    return x if isinstance(x, Tensor) else torch.tensor(float(x), dtype=torch.float64, device=like.device)
+
+
+def _nan_like(x: Tensor) -> Tensor:
+    return torch.full_like(x, _NAN)
+
+
+def _sqrt(a: Tensor) -> Tensor:
+    """Correctly rounded square root.  torch's CPU kernel is not (measured: 0.7% of values
+    1 ulp off numpy / libm), so on CPU numpy's is used; CUDA's double sqrt is IEEE."""
+    if a.device.type == "cpu":
+        with np.errstate(invalid="ignore"):
+            return torch.from_numpy(np.sqrt(a.numpy()))
+    return torch.sqrt(a)
+
+
+def clean(r: Tensor) -> Tensor:
+    """r where finite, else NaN (the one place ±inf becomes NaN)."""
+    return torch.where(torch.isfinite(r), r, _NAN)
+
+
+# ============================================================== element-wise
+def add(a, b):
+    """a + b; non-finite -> NaN."""
+    return clean(a + b)
+
+
+def sub(a, b):
+    """a - b; non-finite -> NaN."""
+    return clean(a - b)
+
+
+def mul(a, b):
+    """a * b; non-finite -> NaN."""
+    return clean(a * b)
+
+
+def div(a, b):
+    """a / b; b == 0 or non-finite b or result -> NaN."""
+    b = _t(b, a if isinstance(a, Tensor) else b)
+    bad = (b == 0.0) | ~_fin(b)
+    return torch.where(bad, _NAN, clean(a / b))
+
+
+def neg(a):
+    """-x."""
+    return clean(-a)
+
+
+def abs_(a):
+    """|x|."""
+    return clean(torch.abs(a))
+
+
+def log(a):
+    """log x for finite x > 0, else NaN."""
+    ok = (a > 0.0) & _fin(a)
+    return torch.where(ok, torch.log(torch.where(ok, a, 1.0)), _NAN)
+
+
+def sqrt(a):
+    """sqrt x for finite x >= 0, else NaN."""
+    ok = (a >= 0.0) & _fin(a)
+    return torch.where(ok, _sqrt(torch.where(ok, a, 0.0)), _NAN)
+
+
+def sign(a):
+    """-1 / 0 / +1; NaN stays NaN."""
+    one = torch.ones_like(a)
+    s = torch.where(a > 0.0, one, torch.where(a < 0.0, -one, 0.0 * one))
+    return torch.where(_fin(a), s, _NAN)
+
+
+def _real_power(a: Tensor, b: Tensor) -> Tensor:
+    bad = ~(_fin(a) & _fin(b)) | ((a < 0.0) & (b != torch.floor(b))) | ((a == 0.0) & (b < 0.0))
+    with torch.no_grad():
+        r = torch.pow(a, b)
+    return torch.where(bad, _NAN, clean(r))
+
+
+def _bcast(a, b):
+    a_t = _t(a, b if isinstance(b, Tensor) else a)
+    b_t = _t(b, a_t)
+    return torch.broadcast_tensors(a_t, b_t)
+
+
+def power(a, b, fast: float | None = None):
+    """x**y when real and finite, else NaN; ``fast`` = a scalar exponent 2, 0.5 or 1 taken
+    by the Numba kernel's fast path (a multiplication, a square root, a copy)."""
+    if fast == 2.0:
+        return clean(a * a)
+    if fast == 0.5:
+        ok = (a >= 0.0) & _fin(a)
+        return torch.where(ok, _sqrt(torch.where(ok, a, 0.0)) + 0.0, _NAN)
+    if fast == 1.0:
+        return clean(a)
+    a, b = _bcast(a, b)
+    return _real_power(a, b)
+
+
+def signed_power(a, b, fast: float | None = None):
+    """sign(x)·|x|**b; NaN when not finite (fast paths as :func:`power`)."""
+    if fast == 2.0:
+        m = clean(a * a)
+        return torch.where(a < 0.0, -m, m)
+    if fast == 0.5:
+        r = _sqrt(torch.abs(torch.where(_fin(a), a, 0.0)))
+        return torch.where(_fin(a), torch.where(a < 0.0, -r, r + 0.0), _NAN)
+    if fast == 1.0:
+        return clean(a) + 0.0
+    a, b = _bcast(a, b)
+    mag = _real_power(torch.abs(a), b)
+    out = torch.where(a < 0.0, -mag, torch.where(a > 0.0, mag, mag * 0.0))
+    return torch.where(_fin(a), out, _NAN)
+
+
+def min_(a, b):
+    """Element-wise min; NaN if either is non-finite; -0.0 -> +0.0."""
+    a, b = _bcast(a, b)
+    ok = _fin(a) & _fin(b)
+    return torch.where(ok, torch.where(a < b, a, b) + 0.0, _NAN)
+
+
+def max_(a, b):
+    """Element-wise max; NaN if either is non-finite; -0.0 -> +0.0."""
+    a, b = _bcast(a, b)
+    ok = _fin(a) & _fin(b)
+    return torch.where(ok, torch.where(a > b, a, b) + 0.0, _NAN)
+
+
+def _truth(a, b, r: Tensor) -> Tensor:
+    a, b = _bcast(a, b)
+    return torch.where(_fin(a) & _fin(b), r.to(torch.float64), _NAN)
+
+
+def lt(a, b):
+    """1.0/0.0 for a < b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a < b))
+
+
+def le(a, b):
+    """1.0/0.0 for a <= b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a <= b))
+
+
+def gt(a, b):
+    """1.0/0.0 for a > b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a > b))
+
+
+def ge(a, b):
+    """1.0/0.0 for a >= b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a >= b))
+
+
+def eq(a, b):
+    """1.0/0.0 for a == b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a == b))
+
+
+def ne(a, b):
+    """1.0/0.0 for a != b; NaN if either operand is non-finite."""
+    return _truth(a, b, torch.as_tensor(a != b))
+
+
+def and_(a, b):
+    """1.0/0.0 for a != 0 and b != 0; NaN if either is non-finite (no short-circuit)."""
+    return _truth(a, b, torch.as_tensor((a != 0.0) & (b != 0.0)))
+
+
+def or_(a, b):
+    """1.0/0.0 for a != 0 or b != 0; NaN if either is non-finite."""
+    return _truth(a, b, torch.as_tensor((a != 0.0) | (b != 0.0)))
+
+
+def where(c, a, b):
+    """NaN if c is non-finite; clean(a) where c != 0 (even if b is NaN), else clean(b)."""
+    ref = next(v for v in (c, a, b) if isinstance(v, Tensor))
+    c, a, b = torch.broadcast_tensors(_t(c, ref), _t(a, ref), _t(b, ref))
+    return torch.where(_fin(c), torch.where(c != 0.0, clean(a), clean(b)), _NAN)
+
+
+# ============================================================== cross-sectional (last axis)
+def ranks2(x: Tensor) -> tuple[Tensor, Tensor]:
+    """(twice the 1-based average-tie rank of each finite value along the last axis, 0.0
+    where non-finite; n, the count of finite values): exact integers as float64."""
+    fin = _fin(x)
+    keys = torch.where(fin, x + 0.0, math.inf).contiguous()  # -0.0 == 0.0; inf sorts last
+    srt = torch.sort(keys, dim=-1).values.contiguous()
+    lt_ = torch.searchsorted(srt, keys, right=False)
+    le_ = torch.searchsorted(srt, keys, right=True)
+    r2 = torch.where(fin, (lt_ + le_ + 1).to(torch.float64), 0.0)
+    return r2, fin.sum(dim=-1, keepdim=True).to(torch.float64)
+
+
+def rank(x: Tensor) -> Tensor:
+    """Per row: average-tie rank mapped to [0, 1] as (r-1)/(n-1); n = 1 -> 0.5; NaN where
+    not finite."""
+    r2, n = ranks2(x)
+    v = torch.where(n == 1.0, 0.5, 0.5 * (r2 - 2.0) / torch.clamp(n - 1.0, min=1.0))
+    return torch.where(r2 > 0.0, v, _NAN)
+
+
+def _neumaier(s: Tensor, c: Tensor, v: Tensor, take: Tensor) -> tuple[Tensor, Tensor]:
+    """One Neumaier step (s + v and its compensation) where ``take``, else (s, c) unchanged."""
+    t = s + v
+    comp = torch.where(torch.abs(s) >= torch.abs(v), (s - t) + v, (v - t) + s)
+    return torch.where(take, t, s), torch.where(take, c + comp, c)
+
+
+def scale(x: Tensor) -> Tensor:
+    """Per row: x / Σ|x| over finite values (Neumaier-compensated, in stock order, as the
+    CPU kernel: one step per stock); Σ|x| == 0 -> NaN row."""
+    fin = _fin(x)
+    ax = torch.abs(torch.where(fin, x, 0.0))
+    s = torch.zeros_like(x[..., 0])
+    c = torch.zeros_like(s)
+    for j in range(x.shape[-1]):
+        s, c = _neumaier(s, c, ax[..., j], fin[..., j])
+    s = (s + c)[..., None]
+    return torch.where((s > 0.0) & fin, clean(x / s), _NAN)
+
+
+def group_neutralize(x: Tensor, codes: Tensor) -> Tensor:
+    """Per row: x minus its group's mean of finite values (Neumaier-compensated sums in
+    stock order, as the CPU kernel); code -1 -> NaN."""
+    codes_l = [int(g) for g in codes.tolist()]
+    n_groups = max(codes_l, default=-1) + 1
+    valid = _fin(x) & (codes >= 0)
+    if n_groups == 0:
+        return _nan_like(x)
+    lead = x.shape[:-1]
+    sums = [torch.zeros(lead, dtype=x.dtype, device=x.device) for _ in range(n_groups)]
+    comp = [torch.zeros_like(sums[0]) for _ in range(n_groups)]
+    counts = torch.zeros((*lead, n_groups), dtype=x.dtype, device=x.device)
+    xv = torch.where(valid, x, 0.0)
+    for j, g in enumerate(codes_l):
+        if g >= 0:
+            sums[g], comp[g] = _neumaier(sums[g], comp[g], xv[..., j], valid[..., j])
+    onehot = torch.nn.functional.one_hot(torch.clamp(codes, min=0), n_groups).to(torch.float64)
+    counts = valid.to(torch.float64) @ (onehot * (codes >= 0).to(torch.float64)[:, None])
+    total = torch.stack([s + c for s, c in zip(sums, comp, strict=True)], dim=-1)
+    mean = (total / torch.clamp(counts, min=1.0))[..., torch.clamp(codes, min=0)]
+    return torch.where(valid, clean(x - mean), _NAN)
+
+
+# ============================================================== time series (axis -2)
+def _window_ok(x: Tensor, d: int, y: Tensor | None = None) -> Tensor:
+    """True where t >= d-1 and the d values x[t-d+1..t] (and y's) are all finite."""
+    bad = ~_fin(x) if y is None else ~(_fin(x) & _fin(y))
+    c = torch.cumsum(bad.to(torch.int64), dim=-2)
+    prev = torch.zeros_like(c)
+    if d < c.shape[-2]:
+        prev[..., d:, :] = c[..., :-d, :]
+    ok = (c - prev) == 0
+    ok[..., : d - 1, :] = False
+    return ok
+
+
+def _constant(x: Tensor, d: int) -> Tensor:
+    """True where the run of identical values ending at t is >= d long (Numba's ``run``)."""
+    e = torch.zeros(x.shape, dtype=torch.int64, device=x.device)
+    e[..., 1:, :] = (x[..., 1:, :] == x[..., :-1, :]).to(torch.int64)
+    if d == 1:
+        return torch.ones(x.shape, dtype=torch.bool, device=x.device)
+    c = torch.cumsum(e, dim=-2)
+    prev = torch.zeros_like(c)
+    m = d - 1
+    if m < c.shape[-2]:
+        prev[..., m:, :] = c[..., :-m, :]
+    out = (c - prev) == m
+    out[..., : d - 1, :] = False
+    return out
+
+
+class _Blocks:
+    """x cut into blocks of d rows: ``cur`` (B, nb, d, N) and ``prev`` (the previous block,
+    NaN for the first), with the Numba engines' shift k = x[b0] of each block."""
+
+    def __init__(self, x: Tensor, d: int) -> None:
+        b, t, n = x.shape
+        nb = -(-t // d)
+        self.shape, self.d, self.nb = (b, t, n), d, nb
+        pad = torch.full((b, nb * d - t, n), _NAN, dtype=x.dtype, device=x.device)
+        self.cur = torch.cat([x, pad], dim=1).view(b, nb, d, n)
+        self.prev = torch.cat([torch.full_like(self.cur[:, :1], _NAN), self.cur[:, :-1]], dim=1)
+        self.k = self.cur[:, :, :1, :]
+
+    def window_sums(self, cur_term: Tensor, prev_term: Tensor, product: bool = False) -> Tensor:
+        """Σ (or Π) of a term over each window, as the Numba block engines: suffix of the
+        previous block (right to left, seeded by suf[d] = 0.0, or 1.0 and the last term
+        alone for products) plus prefix of the current block (left to right)."""
+        d = self.d
+        pre = torch.empty_like(cur_term)
+        pre[:, :, 0] = cur_term[:, :, 0]
+        for i in range(1, d):
+            pre[:, :, i] = pre[:, :, i - 1] * cur_term[:, :, i] if product else pre[:, :, i - 1] + cur_term[:, :, i]
+        suf = torch.empty_like(prev_term)  # suf[:, :, r] for r = 1..d-1; r = d is the seed
+        seed = 1.0 if product else 0.0
+        if d > 1:
+            suf[:, :, d - 1] = prev_term[:, :, d - 1] if product else prev_term[:, :, d - 1] + 0.0
+            for r in range(d - 2, 0, -1):
+                suf[:, :, r] = prev_term[:, :, r] * suf[:, :, r + 1] if product else prev_term[:, :, r] + suf[:, :, r + 1]
+        out = torch.empty_like(pre)
+        if d > 1:
+            s = suf[:, :, 1:d]
+            out[:, :, : d - 1] = s * pre[:, :, : d - 1] if product else s + pre[:, :, : d - 1]
+        out[:, :, d - 1] = seed * pre[:, :, d - 1] if product else seed + pre[:, :, d - 1]
+        return out
+
+    def unblock(self, v: Tensor) -> Tensor:
+        b, t, n = self.shape
+        return v.reshape(b, self.nb * self.d, n)[:, :t]
+
+
+def _first_rows_nan(v: Tensor, d: int) -> Tensor:
+    v[..., : d - 1, :] = _NAN
+    return v
+
+
+def delay(x: Tensor, d: int) -> Tensor:
+    """x[t-d]; NaN for t < d."""
+    out = _nan_like(x)
+    if d < x.shape[-2]:
+        out[..., d:, :] = clean(x[..., :-d, :])
+    return out
+
+
+def ts_delta(x: Tensor, d: int) -> Tensor:
+    """x[t] - x[t-d]; NaN for t < d."""
+    out = _nan_like(x)
+    if d < x.shape[-2]:
+        out[..., d:, :] = clean(x[..., d:, :] - x[..., :-d, :])
+    return out
+
+
+def _sum_mean(x: Tensor, d: int, mean: bool) -> Tensor:
+    bl = _Blocks(x, d)
+    k = bl.k if mean else torch.zeros_like(bl.k)
+    s = bl.window_sums(bl.cur - k, bl.prev - k)
+    v = k + s / float(d) if mean else s
+    return _first_rows_nan(clean(bl.unblock(v)).clone(), d)
+
+
+def ts_sum(x: Tensor, d: int) -> Tensor:
+    """Sum of the last d values (full finite window)."""
+    return _sum_mean(x, d, False)
+
+
+def ts_mean(x: Tensor, d: int) -> Tensor:
+    """Mean of the last d values (full finite window)."""
+    return _sum_mean(x, d, True)
+
+
+def _moments(x: Tensor, d: int, stat: str) -> Tensor:
+    bl = _Blocks(x, d)
+    nf = float(d)
+    inv_n = 1.0 / nf
+    inv_n1 = 1.0 / (nf - 1.0) if d > 1 else 0.0
+    uc, up = bl.cur - bl.k, bl.prev - bl.k
+    uc2, up2 = uc * uc, up * up
+    s1 = bl.unblock(bl.window_sums(uc, up))
+    s2 = bl.unblock(bl.window_sums(uc2, up2))
+    ok = _window_ok(x, d)
+    const = _constant(x, d)
+    if stat == "std":
+        v = _sqrt(_pymax0((s2 - s1 * s1 * inv_n) * inv_n1))
+        v = clean(torch.where(const, 0.0, v))
+        v = torch.where(ok, v, _NAN)
+        return v if d >= 2 else _nan_like(x)
+    s3 = bl.unblock(bl.window_sums(uc2 * uc, up2 * up))
+    a = s1 * inv_n
+    e2 = s2 * inv_n
+    e3 = s3 * inv_n
+    m2 = e2 - a * a
+    m3 = e3 - 3.0 * a * e2 + 2.0 * a * a * a
+    if stat == "skew":
+        if d < 3:
+            return _nan_like(x)
+        v = math.sqrt(nf * (nf - 1.0)) * m3 / ((nf - 2.0) * m2 * _sqrt(m2))
+    else:
+        if d < 4:
+            return _nan_like(x)
+        s4 = bl.unblock(bl.window_sums(uc2 * uc2, up2 * up2))
+        e4 = s4 * inv_n
+        m4 = e4 - 4.0 * a * e3 + 6.0 * a * a * e2 - 3.0 * a * a * a * a
+        g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
+        v = g / ((nf - 2.0) * (nf - 3.0))
+    bad = const | (m2 <= 0.0) | ~ok | ~_fin(v)
+    return torch.where(bad, _NAN, v)
+
+
+def _pymax0(v: Tensor) -> Tensor:
+    """Python's max(v, 0.0): v unless 0.0 > v (NaN and -0.0 pass through)."""
+    return torch.where(0.0 > v, 0.0, v)
+
+
+def ts_std(x: Tensor, d: int) -> Tensor:
+    """Rolling std, ddof=1 (constant window -> 0, d = 1 -> NaN)."""
+    return _moments(x, d, "std")
+
+
+def ts_skew(x: Tensor, d: int) -> Tensor:
+    """Rolling bias-corrected skew (zero variance or d < 3 -> NaN)."""
+    return _moments(x, d, "skew")
+
+
+def ts_kurt(x: Tensor, d: int) -> Tensor:
+    """Rolling bias-corrected excess kurtosis (zero variance or d < 4 -> NaN)."""
+    return _moments(x, d, "kurt")
+
+
+def _comoments(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
+    if d < 2:
+        return _nan_like(x)
+    bx, by = _Blocks(x, d), _Blocks(y, d)
+    nf = float(d)
+    inv_n = 1.0 / nf
+    inv_n1 = 1.0 / (nf - 1.0)
+    uc, up = bx.cur - bx.k, bx.prev - bx.k
+    wc, wp = by.cur - by.k, by.prev - by.k
+    s_a = bx.unblock(bx.window_sums(uc, up))
+    s_b = bx.unblock(bx.window_sums(wc, wp))
+    s_ab = bx.unblock(bx.window_sums(uc * wc, up * wp))
+    cxy = s_ab - s_a * s_b * inv_n
+    constant = _constant(x, d) | _constant(y, d)
+    if not corr:
+        v = torch.where(constant, 0.0, cxy * inv_n1)
+    else:
+        vx = bx.unblock(bx.window_sums(uc * uc, up * up)) - s_a * s_a * inv_n
+        vy = bx.unblock(bx.window_sums(wc * wc, wp * wp)) - s_b * s_b * inv_n
+        bad = constant | (vx <= 0.0) | (vy <= 0.0)
+        v = torch.where(bad, _NAN, cxy / _sqrt(torch.where(bad, 1.0, vx * vy)))
+    v = torch.where(_window_ok(x, d, y), clean(v), _NAN)
+    if corr:
+        v = torch.where(v > 1.0, 1.0, torch.where(v < -1.0, -1.0, v))
+    return v
+
+
+def ts_cov(x: Tensor, y: Tensor, d: int) -> Tensor:
+    """Rolling covariance, ddof=1 (a constant x or y window -> 0.0; d = 1 -> NaN)."""
+    return _comoments(x, y, d, False)
+
+
+def ts_corr(x: Tensor, y: Tensor, d: int) -> Tensor:
+    """Rolling correlation (zero variance -> NaN; d = 1 -> NaN), clipped to [-1, 1]."""
+    return _comoments(x, y, d, True)
+
+
+def _offsets(bl: _Blocks, x: Tensor) -> tuple[Tensor, Tensor]:
+    """Per in-block row i: (float(i) for the prefix, float(i - d) for the suffix)."""
+    d = bl.d
+    i = torch.arange(d, dtype=torch.float64, device=x.device).view(1, 1, d, 1)
+    return i, i - float(d)
+
+
+def ts_slope(x: Tensor, d: int) -> Tensor:
+    """OLS slope on 0..d-1 (d = 1 -> NaN; constant window -> 0.0)."""
+    if d < 2:
+        return _nan_like(x)
+    bl = _Blocks(x, d)
+    nf = float(d)
+    vx = nf * (nf * nf - 1.0) / 12.0
+    fi_c, fi_p = _offsets(bl, x)
+    wc, wp = bl.cur - bl.k, bl.prev - bl.k
+    s0 = bl.window_sums(wc, wp)
+    s1 = bl.window_sums(fi_c * wc, fi_p * wp)
+    c = fi_c - (nf - 1.0) / 2.0
+    cxy = bl.unblock(s1 - c * s0)
+    v = torch.where(_constant(x, d), 0.0, cxy / vx)
+    return torch.where(_window_ok(x, d), clean(v), _NAN)
+
+
+def ts_decay_linear(x: Tensor, d: int) -> Tensor:
+    """Weighted mean of the window, weights d..1 (today weighs d)."""
+    bl = _Blocks(x, d)
+    nf = float(d)
+    wsum = nf * (nf + 1.0) / 2.0
+    fi_c, fi_p = _offsets(bl, x)
+    uc, up = bl.cur - bl.k, bl.prev - bl.k
+    s0 = bl.window_sums(uc, up)
+    s1 = bl.window_sums(fi_c * uc, fi_p * up)
+    c = float(d) - fi_c
+    w = s1 + c * s0
+    v = bl.unblock(bl.k + w / wsum)
+    return _first_rows_nan(clean(v).clone(), d)
+
+
+def ts_product(x: Tensor, d: int) -> Tensor:
+    """Product of the window (block prefix/suffix products)."""
+    bl = _Blocks(x, d)
+    v = bl.unblock(bl.window_sums(bl.cur, bl.prev, product=True))
+    return _first_rows_nan(clean(v).clone(), d)
+
+
+def _lagged(x: Tensor, lag: int) -> Tensor:
+    if lag == 0:
+        return x
+    out = _nan_like(x)
+    if lag < x.shape[-2]:
+        out[..., lag:, :] = x[..., :-lag, :]
+    return out
+
+
+def _extreme(x: Tensor, d: int, sgn: float, want_arg: bool) -> Tensor:
+    """Window max (sgn 1) / min (sgn -1), or sessions since it; ties -> the earliest."""
+    y = sgn * x
+    best = _lagged(y, d - 1)
+    arg = torch.full_like(x, float(d - 1))
+    for lag in range(d - 2, -1, -1):  # oldest to newest; only a strict improvement replaces
+        v = _lagged(y, lag)
+        take = v > best
+        best = torch.where(take, v, best)
+        if want_arg:
+            arg = torch.where(take, float(lag), arg)
+    out = arg if want_arg else sgn * best
+    return torch.where(_window_ok(x, d), out, _NAN)
+
+
+def ts_max(x: Tensor, d: int) -> Tensor:
+    """Max of the last d values."""
+    return _extreme(x, d, 1.0, False)
+
+
+def ts_min(x: Tensor, d: int) -> Tensor:
+    """Min of the last d values."""
+    return _extreme(x, d, -1.0, False)
+
+
+def ts_argmax(x: Tensor, d: int) -> Tensor:
+    """Sessions since the window max (ties: the earliest)."""
+    return _extreme(x, d, 1.0, True)
+
+
+def ts_argmin(x: Tensor, d: int) -> Tensor:
+    """Sessions since the window min (ties: the earliest)."""
+    return _extreme(x, d, -1.0, True)
+
+
+def ts_rank(x: Tensor, d: int) -> Tensor:
+    """(#others below today + 0.5·#others equal) / (d - 1); d = 1 -> 0.5."""
+    if d == 1:
+        v = torch.full_like(x, 0.5)
+    else:
+        below = torch.zeros_like(x)
+        equal = torch.zeros_like(x)
+        for lag in range(d - 1, 0, -1):
+            p = _lagged(x, lag)
+            below += (p < x).to(torch.float64)
+            equal += (p == x).to(torch.float64)
+        v = (below + 0.5 * equal) / (d - 1.0)
+    return torch.where(_window_ok(x, d), v, _NAN)
+
+
+def ts_ema(x: Tensor, d: int) -> Tensor:
+    """EMA, alpha 2/(d+1), seeded by the first full finite window's mean; a non-finite
+    value gives NaN and restarts (the next seed is the next full finite window's mean)."""
+    alpha = 2.0 / (d + 1.0)
+    seed = torch.zeros_like(x)
+    for lag in range(d - 1, -1, -1):  # 0.0 + x[t-d+1] + ... + x[t], in that order
+        seed = seed + _lagged(x, lag)
+    seed = seed / d
+    ok_seed = _window_ok(x, d)
+    fin = _fin(x)
+    b, t_len, n = x.shape
+    out = torch.empty_like(x)
+    e = torch.zeros((b, n), dtype=x.dtype, device=x.device)
+    seeded = torch.zeros((b, n), dtype=torch.bool, device=x.device)
+    for t in range(t_len):
+        v, f = x[:, t], fin[:, t]
+        start = ~seeded & ok_seed[:, t]
+        e_new = torch.where(seeded, (1.0 - alpha) * e + alpha * v, torch.where(start, seed[:, t], e))
+        seeded = f & (seeded | start)
+        e = torch.where(f, e_new, e)
+        out[:, t] = torch.where(seeded, clean(e), _NAN)
+    return out
+
+
+def adv(close: Tensor, volume: Tensor, d: int) -> Tensor:
+    """Average daily dollar volume: ts_mean(close * volume, d)."""
+    return ts_mean(mul(close, volume), d)
+
+
+ELEMENTWISE: dict[str, object] = {
+    "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "power": power,
+    "lt": lt, "le": le, "gt": gt, "ge": ge, "eq": eq, "ne": ne, "and": and_, "or": or_,
+    "where": where, "abs": abs_, "log": log, "sign": sign, "sqrt": sqrt,
+    "signed_power": signed_power, "min": min_, "max": max_,
+}
+"""Element-wise operators: tensor or scalar operands, broadcast."""
+
+PANEL_OPS: dict[str, object] = {
+    "rank": rank, "scale": scale, "group_neutralize": group_neutralize,
+    "delay": delay, "ts_delta": ts_delta, "ts_mean": ts_mean, "ts_std": ts_std,
+    "ts_sum": ts_sum, "ts_max": ts_max, "ts_min": ts_min, "ts_rank": ts_rank,
+    "ts_argmax": ts_argmax, "ts_argmin": ts_argmin, "ts_product": ts_product,
+    "ts_decay_linear": ts_decay_linear, "ts_ema": ts_ema, "ts_skew": ts_skew,
+    "ts_kurt": ts_kurt, "ts_slope": ts_slope, "ts_corr": ts_corr, "ts_cov": ts_cov,
+}
+"""Cross-sectional and time-series operators: (B, T, N) tensors (windows as ints)."""

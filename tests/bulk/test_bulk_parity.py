@@ -1,0 +1,143 @@
+"""Parity gate of the torch batch scorer (gymkit.bulk) against the CPU (Numba) scorer.
+
+Every kernel replays the Numba arithmetic, so values are BIT-IDENTICAL, NaN masks
+included, except where a formula holds log or a non-fast-path power (libm vs torch's
+vector math: ulps; held to parity.REL_TOL).  CI subsample (2 shared cores): the 101
+alphas on the default market's first 400 sessions, 1,000 seeded random formulas on its
+first 160 sessions; the full-size gate (all sessions, N = 46 and 3,000) runs on the
+device machine (benchmarks/bench_bulk.py, results in benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gymkit.audit.formulas import random_formula  # noqa: E402
+from gymkit.bulk import ops  # noqa: E402
+from gymkit.bulk.book import book_many  # noqa: E402
+from gymkit.bulk.evaluator import evaluate_many, plan  # noqa: E402
+from gymkit.bulk.parity import compare_arrays, inexact_ops, worst  # noqa: E402
+from gymkit.data.default import default_market  # noqa: E402
+from gymkit.dsl import evaluate, parse, to_text  # noqa: E402
+from gymkit.dsl.kernels import KERNELS  # noqa: E402
+from gymkit.verifiers.book import book_pnl, forward_open_returns  # noqa: E402
+
+ALPHAS = Path(__file__).resolve().parents[2] / "dsl" / "alpha101.tsv"
+
+
+def _alphas() -> list[str]:
+    lines = ALPHAS.read_text().splitlines()[1:]
+    return [line.split("\t")[1] for line in lines if line.strip()]
+
+
+def _gate(formulas: list[str], panel) -> None:
+    out = evaluate_many(formulas, panel)
+    results = [compare_arrays(f, np.asarray(evaluate(f, panel)), o.numpy(),
+                              not inexact_ops(parse(f, limits=False)))
+               for f, o in zip(formulas, out, strict=True)]
+    bad = worst(results)
+    assert bad is None, (f"{sum(not r.ok for r in results)} of {len(results)} formulas differ; "
+                         f"worst: {bad}")
+
+
+def _hostile(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """Random walks with NaN, ±inf, constant runs, -0.0, exact ties and a price level."""
+    x = rng.normal(size=shape).cumsum(0) + 100.0
+    x[rng.random(shape) < 0.03] = np.nan
+    x[rng.random(shape) < 0.01] = np.inf
+    x[rng.random(shape) < 0.01] = -np.inf
+    x[20:31, 1] = 3.25           # a constant run longer than most windows
+    x[40:44, 2] = -0.0
+    x[50:60, 3] = 0.0
+    x[:, 4] = np.round(x[:, 4])  # ties across time and stocks
+    x[70, :] = 7.0               # a constant cross-section
+    return x
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 7, 12])
+def test_time_series_kernels_bit_identical(d: int) -> None:
+    rng = np.random.default_rng(d)
+    x = _hostile(rng, (130, 9))
+    y = _hostile(rng, (130, 9))
+    x_t, y_t = torch.tensor(x)[None], torch.tensor(y)[None]
+    for name, fn in ops.PANEL_OPS.items():
+        if name in ("rank", "scale", "group_neutralize"):
+            continue
+        pair = name in ("ts_corr", "ts_cov")
+        ref = KERNELS[name](x, y, d) if pair else KERNELS[name](x, d)
+        got = (fn(x_t, y_t, d) if pair else fn(x_t, d))[0].numpy()
+        r = compare_arrays(name, ref, got, exact=True)
+        assert r.ok, f"{name}(d={d}): {r}"
+
+
+def test_cross_sectional_and_elementwise_kernels_bit_identical() -> None:
+    rng = np.random.default_rng(7)
+    x = _hostile(rng, (90, 70))  # > 64 finite values: the CPU rank's sort path too
+    y = _hostile(rng, (90, 70)) - 100.0
+    x_t, y_t = torch.tensor(x)[None], torch.tensor(y)[None]
+    codes = np.array([i % 5 - 1 for i in range(70)], dtype=np.int64)
+    for name, ref, got in (
+        ("rank", KERNELS["rank"](x), ops.rank(x_t)),
+        ("rank_narrow", KERNELS["rank"](x[:, :20]), ops.rank(x_t[..., :20])),
+        ("scale", KERNELS["scale"](y), ops.scale(y_t)),
+        ("group_neutralize", KERNELS["group_neutralize"](y, codes),
+         ops.group_neutralize(y_t, torch.tensor(codes))),
+    ):
+        r = compare_arrays(name, ref, got[0].numpy(), exact=True)
+        assert r.ok, r
+    for name, fn in ops.ELEMENTWISE.items():
+        if name in ("log", "power", "signed_power"):
+            continue
+        n_args = 3 if name == "where" else (1 if name in ("neg", "abs", "sign", "sqrt") else 2)
+        args = (y, x, -y)[:n_args]
+        ref = KERNELS[name](*args)
+        got = fn(*(torch.tensor(a)[None] for a in args))[0].numpy()
+        r = compare_arrays(name, ref, got, exact=True)
+        assert r.ok, r
+    for b in (2.0, 0.5, 1.0):  # the CPU kernel's scalar fast paths
+        for name in ("power", "signed_power"):
+            got = ops.ELEMENTWISE[name](y_t, b, fast=b)[0].numpy()
+            assert compare_arrays(name, KERNELS[name](y, b), got, exact=True).ok, (name, b)
+
+
+def test_sharing_across_the_batch() -> None:
+    p = default_market().take_rows(slice(0, 60))
+    formulas = ["rank(ts_mean(close, 5))", "-rank(ts_mean(close, 5))", "rank(ts_mean(close, 5)) + 1",
+                "ts_mean(close, 5) * ts_mean(close, 5)"]
+    pl = plan(formulas, p)
+    assert sum(n.op == "ts_mean" for n in pl.nodes) == 1
+    assert sum(n.op == "rank" for n in pl.nodes) == 1
+
+
+def test_alpha101_parity() -> None:
+    _gate(_alphas(), default_market().take_rows(slice(0, 400)))
+
+
+def test_random_formula_parity() -> None:
+    p = default_market().take_rows(slice(0, 160))
+    rng = np.random.default_rng(26)
+    formulas = [to_text(random_formula(rng, p)) for _ in range(1000)]
+    _gate(formulas, p)
+
+
+def test_book_parity() -> None:
+    p = default_market().take_rows(slice(0, 400))
+    formulas = [*_alphas()[:40], "close", "1", "rank(volume) > 0.5"]
+    vals = evaluate_many(formulas, p)
+    fwd = forward_open_returns(p.open)
+    rows = slice(60, p.T)
+    got = book_many(torch.stack(vals), torch.tensor(fwd), rows, bps_per_turnover=5.0)
+    for i, f in enumerate(formulas):
+        ref = book_pnl(np.asarray(evaluate(f, p)), fwd, rows)
+        w = compare_arrays(f, ref.weights, got.weights[i].numpy(), exact=True)
+        assert w.ok, f"weights of {f}: {w}"
+        net = ref.gross - (5.0 * 1e-4) * ref.turnover  # the oracle's train-cost net
+        for name, a in (("gross", ref.gross), ("turnover", ref.turnover), ("long", ref.long),
+                        ("short", ref.short), ("net", net)):
+            r = compare_arrays(f"{name} of {f}", a[None], getattr(got, name)[i].numpy()[None], exact=True)
+            assert r.ok, r

@@ -72,11 +72,18 @@ def _stress_worlds(config: EnvConfig, train: Panel) -> tuple[tuple, str, str]:
         return (), "", "not configured"
     from gymkit.jepa.worlds import load_stress_worlds, read_manifest
 
+    spec = config.stress_worlds
+    if spec == "default" and config.market != "default":  # `gymkit jepa worlds --market` output
+        from gymkit.worlds_cache import find_user_worlds
+
+        spec = find_user_worlds(train, config.split_obj) or spec
     try:
-        worlds = tuple(load_stress_worlds(config.stress_worlds, train))
-        man, _ = read_manifest(config.stress_worlds)
+        worlds = tuple(load_stress_worlds(spec, train))
+        man, _ = read_manifest(spec)
     except (OSError, ValueError, KeyError) as exc:
-        return (), "", str(exc)
+        hint = "" if spec != "default" or config.market == "default" else (
+            "; run: gymkit jepa train --market FILE && gymkit jepa worlds --market FILE")
+        return (), "", f"{exc}{hint}"
     digest = "|".join(f"{w['name']}:{w['sha256']}" for w in man["worlds"] if w.get("kept"))
     return worlds, digest, ""
 

@@ -30,9 +30,20 @@ WORLD_SEED = 20250821
 
 
 def _train_panel(path: str | None, split: Split = DEFAULT_SPLIT) -> Panel:
+    """The train window only: the embedded market's, or a panel file's under the one split
+    rule of ``gymkit.make`` (its holdout never reaches training or the worlds)."""
     from gymkit.data import default_market, load_panel
 
-    return split.train(default_market() if path is None else load_panel(path))
+    if path is None:
+        return split.train(default_market())
+    return _user_train(load_panel(path))[0]
+
+
+def _user_train(panel: Panel) -> tuple[Panel, Split]:
+    from gymkit.config import EnvConfig, split_for_market
+
+    cfg, _ = split_for_market(EnvConfig(market="user"), panel.dates)
+    return cfg.split_obj.train(panel), cfg.split_obj
 
 
 def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int | None = None,
@@ -225,9 +236,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="train the JEPA, build its worlds, or check that the shipped manifest's "
                         "figures and worlds regenerate bit for bit")
     p.add_argument("--market", default=None, help="panel file (default: the embedded market)")
-    p.add_argument("--checkpoint", default=str(SHIPPED_DIR / SHIPPED_CHECKPOINT),
-                   help="checkpoint to write (train) or read (worlds)")
-    p.add_argument("--out", default=str(SHIPPED_DIR), help="folder for worlds and manifest")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint to write (train) or read (worlds) (default: the shipped one; "
+                        "with --market, the market's user cache folder)")
+    p.add_argument("--out", default=None, help="folder for worlds and manifest (default: the "
+                                               f"package's {SHIPPED_DIR.name}/; with --market, "
+                                               "the market's user cache folder)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default: config)")
     p.add_argument("--seed", type=int, default=None, help="training seed / world seed")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
@@ -237,9 +251,9 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def _argv_of(args: argparse.Namespace) -> list[str]:
     """The ``gymkit jepa`` command line that :func:`configure` parses into ``args``."""
-    argv = ["jepa", args.action, "--checkpoint", args.checkpoint, "--out", args.out,
-            "--threads", str(args.threads), "--device", args.device]
-    for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed)):
+    argv = ["jepa", args.action, "--threads", str(args.threads), "--device", args.device]
+    for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed),
+                        ("--checkpoint", args.checkpoint), ("--out", args.out)):
         if value is not None:
             argv += [flag, str(value)]
     return argv + (["--quiet"] if args.quiet else [])
@@ -261,11 +275,26 @@ def _check(manifest_path: Path) -> int:
 def run(args: argparse.Namespace) -> int:
     """Handler of ``gymkit jepa`` (re-executes itself in portable mode first: :mod:`.portable`)."""
     from . import portable
+    from .worlds import SHIPPED_DIR
 
     portable.reexec_if_needed(_argv_of(args))
     if args.action == "check":
-        return _check(Path(args.out) / "us46_worlds.json")
-    panel = _train_panel(args.market)
+        return _check(Path(args.out or SHIPPED_DIR) / "us46_worlds.json")
+    prefix = "us46"
+    if args.market is None:
+        panel = _train_panel(None)
+        args.checkpoint = args.checkpoint or str(SHIPPED_DIR / SHIPPED_CHECKPOINT)
+        args.out = args.out or str(SHIPPED_DIR)
+    else:  # a user's market: its train window, written to its own cache folder
+        from gymkit.data import load_panel
+        from gymkit.worlds_cache import CHECKPOINT_NAME, MANIFEST_NAME, worlds_dir
+
+        panel, split = _user_train(load_panel(args.market))
+        home = worlds_dir(panel, split)
+        home.mkdir(parents=True, exist_ok=True)
+        args.checkpoint = args.checkpoint or str(home / CHECKPOINT_NAME)
+        args.out = args.out or str(home)
+        prefix = MANIFEST_NAME.removesuffix("_worlds.json")
     if args.action == "train":
         t0 = time.perf_counter()
         meta = train_checkpoint(panel, args.checkpoint, epochs=args.epochs, seed=args.seed,
@@ -276,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
               f"{last['val_persist']:.4f}, weights sha256 {meta['weights_sha256'][:16]}")
         return 0
     man = build_worlds(args.checkpoint, panel, args.out,
-                       seed=WORLD_SEED if args.seed is None else args.seed)
+                       seed=WORLD_SEED if args.seed is None else args.seed, prefix=prefix)
     for wd in man["worlds"]:
         status = "kept" if wd["kept"] else "DROPPED (" + "; ".join(wd["dropped_because"]) + ")"
         print(f"world {wd['name']:12s} {status}")

@@ -97,3 +97,22 @@ def test_columns_and_split_flags(vendor, tmp_path, capsys) -> None:
     assert rc == 1 and "split leaves 201 train sessions" in err
     assert np.isfinite(load_panel(renamed, columns={"date": "AsOf", "ticker": "Instrument"})
                        .close).any()
+
+
+def test_a_partial_split_resolves_the_same_in_make_probe_book_and_audit(vendor, tmp_path,
+                                                                         capsys) -> None:
+    import gymkit
+    from gymkit.audit.target import build_target
+
+    clean, _ = vendor
+    panel = load_panel(clean)
+    partial = {"train_end": str(M.dates[520])}
+    env = gymkit.make("us46-default", market=panel, split=partial, archive={"seed": "none"})
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"completion": "<alpha>rank(-ts_sum(returns, 5))</alpha>"}\n')
+    for cmd in (["probe", "--answers", str(answers)], ["book", "--answers", str(answers)]):
+        rc, _, err = cli(capsys, *cmd, "--market", str(clean), "--split",
+                         f"train_end={M.dates[520]}")
+        assert rc == 0 and f"gymkit: note: {env.split_note}\n" in err, (cmd, err)
+    target = build_target("us46-default", market=str(clean), split=partial)
+    assert target.config.split == env.config.split and target.notes == [env.split_note]

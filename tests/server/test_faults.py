@@ -208,8 +208,8 @@ def test_10000_completions_are_refused(srv) -> None:
             "message": "body.completions[1]: 20001 characters, the limit is 20000"}
         lone = json.dumps({"completions": ["<alpha>rank(close)\ud800</alpha>"]})  # ASCII-escaped
         r = c.post("/v1/score", content=lone, headers={"content-type": "application/json"})
-        assert r.status_code == 422 and r.json()["error"]["message"].startswith(
-            "body.completions[0]: Input should be a valid string")
+        assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_unicode"
+        assert r.json()["error"]["message"].startswith("body.completions[0]: unpaired surrogate")
 
 
 def test_slow_loris_connection_is_closed(srv) -> None:

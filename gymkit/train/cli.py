@@ -20,7 +20,7 @@ def ci_configs(env_id: str = "us46-default", seed: int = 0, steps: int = 20) -> 
     from .rl import RLConfig
     from .sft import SFTConfig
 
-    return (SFTConfig(env_id=env_id, seed=seed, pairs=2000, steps=250, batch=32, lr=3e-3,
+    return (SFTConfig(env_id=env_id, seed=seed, pairs=2000, steps=250, batch=32, lr=3e-3, per_brief=1,
                       measure=60, policy=PolicyConfig(layers=2, width=64, heads=4)),
             RLConfig(env_id=env_id, seed=seed, steps=steps, probe_every=10, probe_size=20,
                      group=12, briefs_per_step=4, max_new=32))
@@ -41,6 +41,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         q.add_argument("--steps", type=int, default=None, help="optimiser steps")
         q.add_argument("--threads", type=int, default=1, help="torch threads (part of determinism)")
         q.add_argument("--ci", action="store_true", help="the short CI configuration")
+        q.add_argument("--device", default="cpu", help="torch device: cpu (default, byte-identical) "
+                       "or cuda where a GPU exists")
         if name == "rl":
             q.add_argument("--probe-every", type=int, default=None)
             q.add_argument("--floor", type=float, default=None, help="GDPO advantage floor on R1")
@@ -71,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
     sft_cfg, rl_cfg = ci_configs(args.env, args.seed) if args.ci else (
         SFTConfig(env_id=args.env, seed=args.seed), RLConfig(env_id=args.env, seed=args.seed))
     if args.train_cmd == "sft":
-        cfg = replace(sft_cfg, threads=args.threads, **({"steps": args.steps} if args.steps else {}))
+        cfg = replace(sft_cfg, threads=args.threads, device=args.device,
+                      **({"steps": args.steps} if args.steps else {}))
         run_sft(cfg, args.run)
         return 0
     if not (Path(args.run) / "sft" / "config.json").is_file():
         raise ValueError(f"{args.run}: no warm start (run `gymkit train sft --run {args.run}` first)")
-    over: dict[str, Any] = {"threads": args.threads, "no_floor": args.no_floor, "floor": args.floor}
+    over: dict[str, Any] = {"threads": args.threads, "no_floor": args.no_floor, "floor": args.floor,
+                            "device": args.device}
     if args.steps:
         over["steps"] = args.steps
     if args.probe_every:

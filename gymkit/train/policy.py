@@ -105,10 +105,10 @@ def sample(model: Any, tok: Tokenizer, prompt: list[int], n: int, *, max_new: in
     """
     was_training = model.training
     model.eval()
-    ids = torch.tensor([prompt] * n, dtype=torch.long)
+    ids = torch.tensor([prompt] * n, dtype=torch.long, device=model.device)
     out = model(input_ids=ids, use_cache=True)
     past, logits = _cache_of(out), out.logits[:, -1, :]
-    done = torch.zeros(n, dtype=torch.bool)
+    done = torch.zeros(n, dtype=torch.bool, device=model.device)
     answers: list[list[int]] = [[] for _ in range(n)]
     for _ in range(max_new):
         if greedy:
@@ -117,9 +117,9 @@ def sample(model: Any, tok: Tokenizer, prompt: list[int], n: int, *, max_new: in
             probs = torch.softmax(logits.float() / temperature, dim=-1)
             nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         nxt = torch.where(done, torch.full_like(nxt, tok.pad_id), nxt)
-        for i in range(n):
-            if not done[i]:
-                answers[i].append(int(nxt[i]))
+        for i, (d, t) in enumerate(zip(done.tolist(), nxt.tolist(), strict=True)):
+            if not d:
+                answers[i].append(t)
         done |= nxt == tok.eos_id
         if bool(done.all()):
             break
@@ -144,6 +144,7 @@ def answer_logprobs(model: Any, prompt: list[int], answers: list[list[int]], pad
         if a:
             ids[i, p:p + len(a)] = torch.tensor(a, dtype=torch.long)
             mask[i, :len(a)] = 1.0
+    ids, mask = ids.to(model.device), mask.to(model.device)
     logits = model(input_ids=ids).logits[:, p - 1:p + length - 1, :].float()
     logsm = torch.log_softmax(logits, dim=-1)
     logp = logsm.gather(-1, ids[:, p:].unsqueeze(-1)).squeeze(-1)

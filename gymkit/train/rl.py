@@ -66,6 +66,7 @@ class RLConfig:
     no_floor: bool = False      # True: force the floor off whatever the environment says
     threads: int = 1
     commit: bool = True
+    device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
 
 
 def _print(line: str) -> None:
@@ -144,11 +145,12 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1, sort_keys=True) + "\n")
     model, tok = load_policy(run_dir / "sft")
     ref, _ = load_policy(run_dir / "sft")
+    model, ref = model.to(cfg.device), ref.to(cfg.device)
     for p in ref.parameters():
         p.requires_grad_(False)
     model.train()
     torch.manual_seed(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     env = make_env(cfg)
@@ -217,7 +219,8 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 for (_, p, ids), (_, adv, _), (old, _, mask), r in zip(groups, scored, olds, refs,
                                                                         strict=True):
                     logp, _, _ = answer_logprobs(model, p, ids, tok.pad_id)
-                    a_tok = repo_r(torch.tensor(adv, dtype=torch.float32).unsqueeze(1), logp, zeta)
+                    a_tok = repo_r(torch.tensor(adv, dtype=torch.float32, device=logp.device)
+                                   .unsqueeze(1), logp, zeta)
                     loss, kl = cispo_kl_loss(logp, old, r, a_tok, mask, cfg.cap, cfg.kl_beta)
                     (loss / n_tok).backward()
                     kl_sum += float(kl)

@@ -42,6 +42,7 @@ class SFTConfig:
     per_brief: int = 2  # formulas of each brief
     valid_only: bool = True  # keep the warm start to formulas that pass the gate
     threads: int = 1
+    device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
     policy: PolicyConfig = field(default_factory=PolicyConfig)
 
 
@@ -85,7 +86,7 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
                              accept=(lambda f: env.score(f"<alpha>{f}</alpha>").valid)
                              if cfg.valid_only else None)
     encoded = [(tok.encode_brief(b), tok.encode_answer(f)) for b, f in pairs]
-    model = new_policy(tok, cfg.policy, cfg.seed)
+    model = new_policy(tok, cfg.policy, cfg.seed).to(cfg.device)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -95,7 +96,7 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
     for step in range(cfg.steps):
         idx = rng.choice(len(encoded), size=cfg.batch, replace=False)
         ids, labels = _batch(tok, [encoded[int(i)] for i in idx])
-        loss = model(input_ids=ids, labels=labels).loss
+        loss = model(input_ids=ids.to(cfg.device), labels=labels.to(cfg.device)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -106,7 +107,7 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
         if step % 50 == 0 or step == cfg.steps - 1:
             log(f"sft step {step:4d}  loss {loss.item():.4f}")
     train_s = time.perf_counter() - t0
-    save_policy(model, tok, out, cfg.policy)
+    save_policy(model.cpu(), tok, out, cfg.policy)
     (out / "log.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     measured = corpus_sharpe(env, sorted({f for _, f in pairs})[:cfg.measure])
     grammar = corpus_sharpe(env, rejected)

@@ -67,10 +67,10 @@ def test_report_shows_the_holdout_only_through_the_ledger(tmp_path, capsys) -> N
     formula = "rank(-ts_sum(returns, 5))"
     rc, _, _ = cli(capsys, "report", formula, "--out", str(tmp_path / "a"), "--no-timestamp",
                    "--ledger", ledger)
-    assert rc == 0 and "Holdout not computed" in (tmp_path / "a" / "index.html").read_text()
+    assert rc == 0 and "holdout Sharpe (net)" not in (tmp_path / "a" / "index.html").read_text()
     rc, _, _ = cli(capsys, "report", formula, "--holdout", "--out", str(tmp_path / "b"),
                    "--no-timestamp", "--ledger", ledger)
-    assert rc == 0 and "Holdout not computed" not in (tmp_path / "b" / "index.html").read_text()
+    assert rc == 0 and "holdout Sharpe (net)" in (tmp_path / "b" / "index.html").read_text()
     rc, _, err = cli(capsys, "report", formula, "--holdout", "--out", str(tmp_path / "c"),
                      "--ledger", ledger)
     assert rc == 1 and "already scored" in err and not (tmp_path / "c").exists()

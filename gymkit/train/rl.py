@@ -1,5 +1,13 @@
 """``gymkit train rl``: the seed's recipe in a small, explicit torch loop (CPU-deterministic).
 
+Why not TRL's ``GRPOTrainer``: three of the recipe's pieces sit inside its loss and advantage
+code. GDPO with gymkit's validity projection and floor would replace its advantages, CISPO
+would replace its clipped objective, and REPO-R's per-token rescaling would go there too.
+Each would be a private-method override that changes between TRL releases. On CPU its
+generation path is also the slow part. About 150 lines here keep every term visible and the
+run byte-identical. The checkpoints are plain ``LlamaForCausalLM`` folders, so TRL or vLLM
+load them as they are.
+
 Per step: ``briefs_per_step`` briefs drawn from the **train** family split, ``group``
 unconstrained samples each (temperature 1); each group scored by ``env.score_group`` and
 turned into GDPO advantages by ``env.group_advantages`` (validity projection: an invalid

@@ -30,9 +30,10 @@ def build_server(settings: ServerSettings, env: Any = None, *,
     """Return (uvicorn server, started pool) for ``settings`` (``env`` built if None)."""
     import uvicorn
 
-    from .app import create_app
     from .pool import WorkerPool
     from .protocol import guarded_h11
+
+    create_app = sys.modules[__name__].create_app  # module attribute: tests may wrap it
 
     if env is None:
         import gymkit
@@ -48,6 +49,15 @@ def build_server(settings: ServerSettings, env: Any = None, *,
         limit_concurrency=settings.limit_concurrency, timeout_keep_alive=5,
         timeout_graceful_shutdown=int(settings.graceful_timeout_s))
     return uvicorn.Server(config), pool
+
+
+def __getattr__(name: str) -> Any:
+    """``create_app`` imported on first use (keeps ``gymkit serve --help`` free of FastAPI)."""
+    if name == "create_app":
+        from .app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def serve(settings: ServerSettings) -> None:

@@ -9,8 +9,12 @@ Validity projection: an invalid answer must never receive a positive advantage, 
 must stay zero-sum.  After the GDPO sum ``A``:
 
 1. every answer that is not *eligible* (invalid, or — when ``floor`` is set — whose core score
-   is ``<= floor``) is clamped to ``min(A_i, 0)``;
-2. the eligible answers are shifted by one common constant so that ``sum(A) == 0``;
+   is ``<= floor``) is clamped to ``min(A_i, 0, u)``, where ``u <= 0`` is the lowest eligible
+   advantage after centring the eligible answers on their mean; an invalid answer is further
+   clamped below every floored valid one;
+2. the eligible answers are shifted by one common constant ``s >= 0`` so that ``sum(A) == 0``.
+   Since ``s >= 0``, every invalid answer ends at or below every valid answer (order), at or
+   below 0 (sign), and where no clamp binds the result is the plain clamp-and-recentre;
 3. when no answer is eligible the group carries no signal and every advantage is 0 (the only
    zero-sum vector with all entries ``<= 0``).
 
@@ -108,6 +112,18 @@ def _check_inputs(channels: np.ndarray, priorities: np.ndarray, valid: np.ndarra
         raise ValueError("priorities must be finite")
 
 
+def _project(adv: np.ndarray, eligible: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Steps 1-2 of the validity projection (module doc) for a group with an eligible answer."""
+    lowest = min(float((adv[eligible] - adv[eligible].mean()).min()), 0.0)
+    out = adv.copy()
+    floored = ~eligible & valid
+    out[floored] = np.minimum(adv[floored], lowest)
+    below = min(lowest, float(out[floored].min())) if floored.any() else lowest
+    out[~valid] = np.minimum(adv[~valid], below)
+    # One common shift of the eligible answers (>= 0 since every clamped value is <= 0).
+    return out - np.where(eligible, out.sum() / int(eligible.sum()), 0.0)
+
+
 def gdpo_advantages(
     channel_matrix: np.ndarray,
     priorities: np.ndarray,
@@ -121,7 +137,7 @@ def gdpo_advantages(
     ``valid`` (G,) booleans.  ``floor``: when not None, answers whose core score (column
     ``core``, R1 cpcv by default) is ``<= floor`` get no positive advantage.  Guarantees:
     ``sum(adv) == 0`` up to float rounding, ``adv[i] <= 0`` for every invalid (or floored)
-    answer.  Raises ``ValueError`` naming the offending shape or cell on bad input.
+    answer, and every invalid answer's advantage ``<=`` every valid answer's.  Raises ``ValueError`` naming the offending shape or cell on bad input.
     """
     x = np.asarray(channel_matrix, dtype=np.float64)
     p = np.asarray(priorities, dtype=np.float64)
@@ -135,13 +151,11 @@ def gdpo_advantages(
     eligible = v.copy()
     if floor is not None:
         eligible &= x[:, core] > floor
-    adv = np.where(eligible, adv, np.minimum(adv, 0.0))
     n_eligible = int(eligible.sum())
     if n_eligible == 0:
         adv = np.zeros_like(adv)
     else:
-        adv = adv - np.where(eligible, adv.sum() / n_eligible, 0.0)
-        # Re-centring may lift an eligible answer's sign but never touches the clamped ones.
+        adv = _project(adv, eligible, v)
 
     share = float(np.mean(np.abs(adv) > ZERO_TOL))
     notes: list[str] = []

@@ -46,6 +46,35 @@ def test_zero_sum_and_invalid_never_positive(group, floor) -> None:
 
 
 @SETTINGS
+@given(groups(), st.one_of(st.none(), FINITE))
+def test_an_invalid_answer_never_outranks_a_valid_one(group, floor) -> None:
+    """Order, not only sign: every invalid advantage <= every valid one, and <= every answer the
+    floor keeps (up to the float noise of the re-centring, ZERO_TOL)."""
+    from gymkit.advantages import ZERO_TOL
+
+    x, p, v = group
+    adv, _ = _quiet(x, p, v, floor=floor)
+    if v.any() and (~v).any():
+        assert adv[~v].max() <= adv[v].min() + ZERO_TOL
+    if floor is not None:
+        kept = v & (x[:, 0] > floor)
+        if kept.any() and (~kept).any():
+            assert adv[~kept].max() <= adv[kept].min() + ZERO_TOL
+
+
+def test_order_holds_where_the_sign_clamp_alone_failed() -> None:
+    """The harsh-market case: valid answers' core channel clipped far below the invalid
+    answers' value, so plain GDPO ranks the invalid answer above a valid one; the projection
+    keeps every invalid answer at or below every valid one (the old sign-only clamp gave the
+    invalid answer -0.47 against a valid -1.9)."""
+    x = np.array([[-5.0, 0.0], [-5.0, 1.0], [-1.0, 0.5], [-0.8, 0.0], [-0.8, 0.0]])
+    v = np.array([True, True, True, False, False])
+    adv, _ = _quiet(x, np.array([3.0, 1.0]), v)
+    assert adv[~v].max() <= adv[v].min()
+    assert np.all(adv[~v] <= 0.0) and abs(adv.sum()) < 1e-12
+
+
+@SETTINGS
 @given(groups(), st.integers(0, 11), FINITE, st.floats(0.01, 100))
 def test_invariant_to_affine_change_of_a_channel(group, col, shift, scale) -> None:
     x, p, v = group
@@ -81,14 +110,17 @@ def test_constant_channel_contributes_nothing() -> None:
 
 
 def test_worked_example_invalid_answer_is_clamped_and_group_recentred() -> None:
-    # One channel 0, 1, 2, 3 -> z = (-3, -1, 1, 3)/sqrt(5); the best answer is invalid.
+    # One channel 0, 1, 2, 3 -> z = (-3, -1, 1, 3)/sqrt(5); the best answer is invalid.  Its
+    # advantage is clamped to the lowest centred valid advantage (u = z[0] - mean(z[:3]) < 0,
+    # not merely to 0, which would rank it above the worst valid answer), and the valid
+    # answers are shifted up by -u/3 so the group stays zero-sum.
     x = np.array([[0.0], [1.0], [2.0], [3.0]])
     adv, info = gdpo_advantages(x, np.array([2.0]), np.array([True, True, True, False]))
     z = np.array([-3, -1, 1, 3]) / np.sqrt(5) * 2
-    clamped = np.array([z[0], z[1], z[2], 0.0])
-    shift = clamped.sum() / 3
-    np.testing.assert_allclose(adv, [z[0] - shift, z[1] - shift, z[2] - shift, 0.0])
-    assert info.n_eligible == 3
+    centred = z[:3] - z[:3].mean()
+    u = centred.min()
+    np.testing.assert_allclose(adv, [*(centred - u / 3), u])
+    assert adv[3] < adv[:3].min() and info.n_eligible == 3
 
 
 def test_floor_trap_zeroes_the_group_and_warns() -> None:

@@ -1,7 +1,7 @@
 """The speed paths of the verifier core give the same bits as the plain definitions.
 
 Each fast kernel is checked against a slow, obvious implementation of the same
-arithmetic (not only within a tolerance): the float32 rank count and its fallbacks,
+arithmetic (not only within a tolerance): both ranking paths (pair count and sort),
 the day-vectorised book sums, the grouped CPCV Sharpes, the fused metrics and factor
 regression, and the numpy-order sums they reproduce.
 """
@@ -175,20 +175,17 @@ def small_int_values(rng: np.random.Generator, t: int, n: int) -> np.ndarray:
     return v
 
 
-@pytest.mark.parametrize("n_stocks", [2, 5, 46, 64])
-def test_small_integer_books_take_the_value_count_path_bit_for_bit(n_stocks):
-    """Values such as sign(…) or comparisons run the book kernel compiled for small integers
-    (each row ranked by counting its values); every series must equal the plain definitions
-    and the count path's kernel, bit for bit."""
-    from gymkit.verifiers import book as book_mod
-
+@pytest.mark.parametrize("n_stocks", [2, 5, 46, 64, 65, 130])
+def test_small_integer_books_equal_the_plain_definitions_bit_for_bit(n_stocks):
+    """Values such as sign(…) or comparisons tie on every row; on both ranking paths (the
+    pair count up to 64 values, the sort above) every series must equal the plain
+    definitions bit for bit."""
     rng = np.random.default_rng(n_stocks)
     t = 300
     values = small_int_values(rng, t, n_stocks)
     fwd = rng.normal(0.0, 0.01, (t, n_stocks))
     fwd[rng.random(fwd.shape) < 0.05] = np.nan
     r0, r1 = 1, t
-    assert book_mod._small_int_rows(np.ascontiguousarray(values), r0, r1)
     res = book_pnl(values, fwd, slice(r0, r1))
     for d, row in enumerate(values[r0:r1]):
         np.testing.assert_array_equal(res.weights[d], slow_weights(row))
@@ -196,19 +193,12 @@ def test_small_integer_books_take_the_value_count_path_bit_for_bit(n_stocks):
     for k, v in want.items():
         assert getattr(res, k).tobytes() == v.tobytes(), k
     np.testing.assert_array_equal(res.ic, ic)
-    fs = ForwardByStock(split_forward_returns(fwd), slice(r0, r1))
-    counted = book_mod._BOOK_PNL[False](values, fs.fwd0, fs.finite, r0, r1, 5)
-    for got, ref in zip((res.weights, res.gross, res.turnover, res.long, res.short, res.ic), counted, strict=True):
-        assert got.tobytes() == ref.tobytes()
-    # values that are not integers never select that kernel
-    assert not book_mod._small_int_rows(np.ascontiguousarray(values + 0.25), r0, r1)
 
 
 def clash_run_values(rng: np.random.Generator, n_stocks: int) -> np.ndarray:
-    """Rows in runs that switch the book's rank paths: sums of ranks (k1 + k2)/45 whose
-    equal integer sums land on neighbouring doubles (float32 clashes, as in the paper
-    alphas), long enough for the float64-first mode and its every-16th-row retries, broken
-    by untied rows, a one-pair row, rows with NaN / a single value, and true ties."""
+    """Rows of sums of ranks (k1 + k2)/45 whose equal integer sums land on neighbouring
+    doubles (one float32 key, as in the paper alphas), in runs broken by untied rows, a
+    one-pair row, rows with NaN / a single value, and true ties."""
     def clash_row():
         row = rng.integers(0, 46, n_stocks) / 45 + rng.integers(0, 46, n_stocks) / 45
         row[-1] = np.nextafter(row[0], 9.0)  # at least one clash at any width
@@ -228,11 +218,11 @@ def clash_run_values(rng: np.random.Generator, n_stocks: int) -> np.ndarray:
     return np.vstack(rows)
 
 
-@pytest.mark.parametrize("n_stocks", [5, 46, 64])
-def test_runs_of_float32_clashes_rank_on_the_doubles_bit_for_bit(n_stocks):
-    """After four float32 clashes in a row the book ranks on the doubles first (retrying the
-    float32 count every 16th row); every path and every switch gives the plain weights,
-    in book_weights and in the P&L kernel."""
+@pytest.mark.parametrize("n_stocks", [5, 46, 64, 65, 300])
+def test_runs_of_near_ties_rank_on_the_doubles_bit_for_bit(n_stocks):
+    """Sums of ranks put distinct values on neighbouring doubles (one float32 key), mixed
+    with true ties, untied rows, holes and single values: both ranking paths give the
+    plain weights, in book_weights and in the P&L kernel."""
     rng = np.random.default_rng(100 + n_stocks)
     values = clash_run_values(rng, n_stocks)
     t = values.shape[0]

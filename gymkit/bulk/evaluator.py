@@ -152,6 +152,8 @@ def _signature(n: _Node) -> tuple:
         elif isinstance(a, float):
             fast = n.op in ("power", "signed_power") and i == 1 and a in _FAST_POWERS
             kinds.append(("S", a) if fast else "S")
+        elif n.op == "ts_ema" and a[0] == "w":
+            kinds.append("w*")  # one recurrence for every window (ops.ts_ema takes a list)
         else:
             kinds.append(a)  # ("w", d) or ("l", level)
     return (n.op, tuple(kinds))
@@ -194,7 +196,9 @@ def run_plan(p: Plan, dp: DevicePanel) -> list[torch.Tensor]:
         op = first.op
         stacked: list = []
         for pos, a0 in enumerate(first.args):
-            if isinstance(a0, tuple) and a0[0] in ("w", "l"):
+            if op == "ts_ema" and isinstance(a0, tuple) and a0[0] == "w":
+                stacked.append([p.nodes[i].args[pos][1] for i in group])
+            elif isinstance(a0, tuple) and a0[0] in ("w", "l"):
                 stacked.append(a0[1] if a0[0] == "w" else dp.codes(a0[1]))
             elif isinstance(a0, float):
                 col = [p.nodes[i].args[pos] for i in group]

@@ -50,6 +50,13 @@ def _sqrt(a: Tensor) -> Tensor:
     return torch.sqrt(a)
 
 
+def _cdiv(x: Tensor, c: float) -> Tensor:
+    """x / c correctly rounded.  CUDA torch divides by a Python (CPU) scalar as x · (1/c),
+    which is not (1 ulp off, measured on the H200); a 0-dim device tensor takes the true
+    division kernel."""
+    return x / torch.tensor(float(c), dtype=torch.float64, device=x.device)
+
+
 def clean(r: Tensor) -> Tensor:
     """r where finite, else NaN (the one place ±inf becomes NaN)."""
     return torch.where(torch.isfinite(r), r, _NAN)
@@ -374,7 +381,7 @@ def _sum_mean(x: Tensor, d: int, mean: bool) -> Tensor:
     bl = _Blocks(x, d)
     k = bl.k if mean else torch.zeros_like(bl.k)
     s = bl.window_sums(bl.cur - k, bl.prev - k)
-    v = k + s / float(d) if mean else s
+    v = k + _cdiv(s, float(d)) if mean else s
     return _first_rows_nan(clean(bl.unblock(v)).clone(), d)
 
 
@@ -421,7 +428,7 @@ def _moments(x: Tensor, d: int, stat: str) -> Tensor:
         e4 = s4 * inv_n
         m4 = e4 - 4.0 * a * e3 + 6.0 * a * a * e2 - 3.0 * a * a * a * a
         g = (nf * nf - 1.0) * m4 / (m2 * m2) - 3.0 * (nf - 1.0) * (nf - 1.0)
-        v = g / ((nf - 2.0) * (nf - 3.0))
+        v = _cdiv(g, (nf - 2.0) * (nf - 3.0))
     bad = const | (m2 <= 0.0) | ~ok | ~_fin(v)
     return torch.where(bad, _NAN, v)
 
@@ -503,7 +510,7 @@ def ts_slope(x: Tensor, d: int) -> Tensor:
     s1 = bl.window_sums(fi_c * wc, fi_p * wp)
     c = fi_c - (nf - 1.0) / 2.0
     cxy = bl.unblock(s1 - c * s0)
-    v = torch.where(_constant(x, d), 0.0, cxy / vx)
+    v = torch.where(_constant(x, d), 0.0, _cdiv(cxy, vx))
     return torch.where(_window_ok(x, d), clean(v), _NAN)
 
 
@@ -518,7 +525,7 @@ def ts_decay_linear(x: Tensor, d: int) -> Tensor:
     s1 = bl.window_sums(fi_c * uc, fi_p * up)
     c = float(d) - fi_c
     w = s1 + c * s0
-    v = bl.unblock(bl.k + w / wsum)
+    v = bl.unblock(bl.k + _cdiv(w, wsum))
     return _first_rows_nan(clean(v).clone(), d)
 
 
@@ -584,19 +591,27 @@ def ts_rank(x: Tensor, d: int) -> Tensor:
             p = _lagged(x, lag)
             below += (p < x).to(torch.float64)
             equal += (p == x).to(torch.float64)
-        v = (below + 0.5 * equal) / (d - 1.0)
+        v = _cdiv(below + 0.5 * equal, d - 1.0)
     return torch.where(_window_ok(x, d), v, _NAN)
 
 
-def ts_ema(x: Tensor, d: int) -> Tensor:
+def ts_ema(x: Tensor, d: int | list[int]) -> Tensor:
     """EMA, alpha 2/(d+1), seeded by the first full finite window's mean; a non-finite
-    value gives NaN and restarts (the next seed is the next full finite window's mean)."""
-    alpha = 2.0 / (d + 1.0)
-    seed = torch.zeros_like(x)
-    for lag in range(d - 1, -1, -1):  # 0.0 + x[t-d+1] + ... + x[t], in that order
-        seed = seed + _lagged(x, lag)
-    seed = seed / d
-    ok_seed = _window_ok(x, d)
+    value gives NaN and restarts (the next seed is the next full finite window's mean).
+    ``d`` may be a list (one window per batch element): one recurrence loop for all."""
+    ds = [d] * x.shape[0] if isinstance(d, int) else list(d)
+    seed = torch.empty_like(x)
+    ok_seed = torch.empty(x.shape, dtype=torch.bool, device=x.device)
+    for w in sorted(set(ds)):
+        idx = [i for i, v in enumerate(ds) if v == w]
+        xs = x[idx]
+        acc = torch.zeros_like(xs)
+        for lag in range(w - 1, -1, -1):  # 0.0 + x[t-d+1] + ... + x[t], in that order
+            acc = acc + _lagged(xs, lag)
+        seed[idx] = _cdiv(acc, float(w))
+        ok_seed[idx] = _window_ok(xs, w)
+    alpha = torch.tensor([2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)[:, None]
+    keep = torch.tensor([1.0 - 2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)[:, None]
     fin = _fin(x)
     b, t_len, n = x.shape
     out = torch.empty_like(x)
@@ -605,7 +620,7 @@ def ts_ema(x: Tensor, d: int) -> Tensor:
     for t in range(t_len):
         v, f = x[:, t], fin[:, t]
         start = ~seeded & ok_seed[:, t]
-        e_new = torch.where(seeded, (1.0 - alpha) * e + alpha * v, torch.where(start, seed[:, t], e))
+        e_new = torch.where(seeded, keep * e + alpha * v, torch.where(start, seed[:, t], e))
         seeded = f & (seeded | start)
         e = torch.where(f, e_new, e)
         out[:, t] = torch.where(seeded, clean(e), _NAN)

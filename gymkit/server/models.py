@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from .settings import HARD_MAX_ANSWER_CHARS, HARD_MAX_COMPLETIONS
 
@@ -38,6 +45,18 @@ __all__ = [
 
 Answer = Annotated[str, StringConstraints(max_length=HARD_MAX_ANSWER_CHARS)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _integral(v: Any) -> Any:
+    """JSON Schema's ``integer`` admits 2.0: a float with no fraction is that integer; anything
+    else is left for strict validation to refuse (no other coercion, ``"1"`` stays invalid)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+#: A strict int that also takes JSON numbers like ``2.0`` (JSON Schema integers).
+JsonInt = Annotated[int, BeforeValidator(_integral)]
 MAX_CHANNELS = 64
 _COMPLETIONS_DOC = ("Answers, each the model's whole completion (reasoning, then one "
                     "<alpha>formula</alpha>); order is preserved in the response.")
@@ -81,7 +100,7 @@ class AdvantagesRequest(_Strict):
         None, max_length=MAX_CHANNELS,
         description="K channel priorities; default: the environment's active priorities")
     floor: Finite | None = Field(None, description="advantage floor on the core column (off when null)")
-    core: int = Field(0, ge=0, lt=MAX_CHANNELS, description="core column for the floor")
+    core: JsonInt = Field(0, ge=0, lt=MAX_CHANNELS, description="core column for the floor")
 
     @model_validator(mode="after")
     def _shapes(self) -> AdvantagesRequest:
@@ -106,7 +125,7 @@ class CommitRequest(_Strict):
                             "returns the first response byte for byte; another body is 409")
     completions: list[Answer] = Field(min_length=1, max_length=HARD_MAX_COMPLETIONS,
                                       description="answers to commit (invalid ones are skipped)")
-    expected_version: int | None = Field(None, ge=0, description="optimistic check: 409 "
+    expected_version: Annotated[int, Field(ge=0), BeforeValidator(_integral)] | None = Field(None, description="optimistic check: 409 "
                                          "unless the archive is at this version")
 
 

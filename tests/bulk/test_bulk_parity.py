@@ -141,3 +141,14 @@ def test_book_parity() -> None:
                         ("short", ref.short), ("net", net)):
             r = compare_arrays(f"{name} of {f}", a[None], getattr(got, name)[i].numpy()[None], exact=True)
             assert r.ok, r
+
+
+def test_ts_ema_of_several_windows_in_one_loop() -> None:
+    """The evaluator stacks every ts_ema of a height into one call with a window per element."""
+    rng = np.random.default_rng(3)
+    x = _hostile(rng, (120, 8))
+    xs = torch.tensor(np.stack([x, x[::-1].copy(), x]))
+    got = ops.ts_ema(xs, [3, 7, 12])
+    for i, (a, d) in enumerate(((x, 3), (x[::-1].copy(), 7), (x, 12))):
+        r = compare_arrays(f"ts_ema d={d}", KERNELS["ts_ema"](a, d), got[i].numpy(), exact=True)
+        assert r.ok, r

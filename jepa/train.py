@@ -17,11 +17,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gymkit.data.panel import Panel
-from gymkit.data.splits import DEFAULT_SPLIT, Split
+if TYPE_CHECKING:  # the data package loads polars: kept out of `gymkit jepa --help`
+    from gymkit.data.panel import Panel
+    from gymkit.data.splits import Split
 
 __all__ = ["build_worlds", "configure", "run", "train_checkpoint"]
 
@@ -29,10 +31,13 @@ SHIPPED_CHECKPOINT = "us46_jepa.npz"
 WORLD_SEED = 20250821
 
 
-def _train_panel(path: str | None, split: Split = DEFAULT_SPLIT) -> Panel:
+def _train_panel(path: str | None, split: Split | None = None) -> Panel:
     """The train window only: the embedded market's, or a panel file's under the one split
     rule of ``gymkit.make`` (its holdout never reaches training or the worlds)."""
     from gymkit.data import default_market, load_panel
+    from gymkit.data.splits import DEFAULT_SPLIT
+
+    split = DEFAULT_SPLIT if split is None else split
 
     if path is None:
         return split.train(default_market())
@@ -95,6 +100,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     """
 
     from gymkit.data.default import save_market
+    from gymkit.data.splits import DEFAULT_SPLIT
     from gymkit.verifiers.costs import TrainCosts
     from gymkit.verifiers.cpcv import CPCV
     from gymkit.verifiers.windows import BURN_IN
@@ -229,8 +235,7 @@ def _ranking_gate(auc: float, lo: float, hi: float, drops: np.ndarray, fragile: 
 
 # ------------------------------------------------------------------------------- CLI
 def configure(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``gymkit jepa``: ``train`` / ``worlds`` sub-actions."""
-    from .worlds import SHIPPED_DIR
+    """Arguments of ``gymkit jepa``: ``train`` / ``worlds`` / ``check`` sub-actions."""
 
     p.add_argument("action", choices=("train", "worlds", "check"),
                    help="train the JEPA, build its worlds, or check that the shipped manifest's "
@@ -240,7 +245,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="checkpoint to write (train) or read (worlds) (default: the shipped one; "
                         "with --market, the market's user cache folder)")
     p.add_argument("--out", default=None, help="folder for worlds and manifest (default: the "
-                                               f"package's {SHIPPED_DIR.name}/; with --market, "
+                                               f"package's {Path(__file__).resolve().parent.name}/; with --market, "
                                                "the market's user cache folder)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default: config)")
     p.add_argument("--seed", type=int, default=None, help="training seed / world seed")

@@ -26,18 +26,21 @@ Mapping (``mode="channels"``, TRL's built-in GDPO, for groups split across proce
 
 * one callable per active channel (name ``gymkit_<channel>``) returning the card's raw channel
   value for a valid answer and ``None`` for an invalid one;
-* one ``gymkit_valid`` callable: 1.0 valid, 0.0 invalid;
+* one ``gymkit_valid`` callable: 1.0 valid, 0.0 invalid, with the dominating weight of
+  :func:`valid_weight` (a gate channel);
 * an internal scoring error returns ``None`` from every callable, ``valid`` included (no
   signal; the answer is not blamed);
 * :func:`grpo_config_kwargs` gives ``reward_weights`` = the environment's priorities (+
-  :data:`VALID_WEIGHT` for ``valid``) and ``multi_objective_aggregation="normalize_then_sum"``.
+  :func:`valid_weight` for ``valid``) and ``multi_objective_aggregation="normalize_then_sum"``.
 
-Why invalid answers stay ≤ 0 and each group zero-sum under TRL's aggregation: a channel that is
-NaN on invalid rows is standardised over the valid rows only, so its z-scores sum to 0 over
-the group and are absent (nansum) on invalid rows; the ``valid`` column is standardised over
-all rows, sums to 0, and is negative on every invalid row while at least one answer is valid
-(0 when none or all are).  So an invalid row's total is ``VALID_WEIGHT · z_valid ≤ 0`` and the
-group's totals sum to 0; TRL's final batch centring then subtracts a mean of 0.  (The test
+Why invalid answers stay below every valid one, ≤ 0, and each group zero-sum under TRL's
+aggregation: a channel that is NaN on invalid rows is standardised over the valid rows only, so
+its z-scores sum to 0 over the group and are absent (nansum) on invalid rows; the ``valid``
+column is standardised over all rows, sums to 0, and is negative on every invalid row while at
+least one answer is valid (0 when none or all are).  So an invalid row's total is
+``VW · z_valid ≤ 0``, the group's totals sum to 0, TRL's final batch centring subtracts a mean
+of 0, and the dominating weight (:func:`valid_weight`) keeps every valid row above every
+invalid row of its group, whatever its channels.  (The test
 runs TRL's own aggregation code.)  TRL uses sample std + 1e-4, gymkit population std, so the
 values are a rescaled cousin of gymkit's GDPO, not identical.
 
@@ -54,11 +57,25 @@ import numpy as np
 
 from .common import get_env, score_rows
 
-__all__ = ["VALID_WEIGHT", "AdvantageReward", "ChannelReward", "grpo_config_kwargs", "log_metrics",
-           "reward_funcs"]
+__all__ = ["MAX_GENERATIONS", "AdvantageReward", "ChannelReward", "grpo_config_kwargs", "log_metrics",
+           "reward_funcs", "valid_weight"]
 
-#: ``reward_weights`` entry of the ``valid`` callable.
-VALID_WEIGHT = 1.0
+#: Largest group size that :func:`valid_weight`'s default guarantees order for.
+MAX_GENERATIONS = 64
+
+
+def valid_weight(priorities: Sequence[float], num_generations: int = MAX_GENERATIONS) -> float:
+    """``reward_weights`` entry of the ``valid`` callable in channel mode: ``max(Σ|w|, 1) · √G``.
+
+    Under TRL's ``normalize_then_sum`` a valid row's total exceeds an invalid row's by
+    ``VW / (s + 1e-4)`` from the ``valid`` column (``s`` its sample std, ``<= 0.5·√(G/(G−1))
+    <= 0.71``), and the channels move a valid row by at most ``Σ|w| · (n−1)/√n < Σ|w| · √G``
+    (``|z| <= (n−1)/√n`` for n values with the sample std).  So ``VW = Σ|w|·√G`` puts every
+    invalid answer strictly below every valid one in every group of at most G answers (at least
+    weight √G, so validity counts even when every priority is 0).
+    """
+    total = float(np.sum(np.abs(np.asarray(priorities, dtype=np.float64))))
+    return max(total, 1.0) * float(np.sqrt(num_generations))
 
 
 def log_metrics(results: Sequence[Any], log_metric: Any) -> None:
@@ -163,13 +180,16 @@ def reward_funcs(env_id: str = "us46-default", mode: str = "advantage",
     raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")
 
 
-def grpo_config_kwargs(env_id: str = "us46-default", mode: str = "advantage") -> dict[str, Any]:
-    """Keyword arguments for ``trl.GRPOConfig`` matching :func:`reward_funcs` of the same mode."""
+def grpo_config_kwargs(env_id: str = "us46-default", mode: str = "advantage",
+                       num_generations: int | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``trl.GRPOConfig`` matching :func:`reward_funcs` of the same mode
+    (channel mode: ``num_generations``, default :data:`MAX_GENERATIONS`, sizes the valid weight)."""
     if mode == "advantage":
         return {"reward_weights": [1.0], "multi_objective_aggregation": "sum_then_normalize",
                 "scale_rewards": "none"}
     if mode == "channels":
         env = get_env(env_id)
-        weights = [float(x) for x in np.asarray(env.priorities)] + [VALID_WEIGHT]
+        weights = [float(x) for x in np.asarray(env.priorities)] + [
+            valid_weight(env.priorities, num_generations or MAX_GENERATIONS)]
         return {"reward_weights": weights, "multi_objective_aggregation": "normalize_then_sum"}
     raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")

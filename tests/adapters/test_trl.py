@@ -16,9 +16,12 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from gymkit.adapters import common
-from gymkit.adapters.trl import VALID_WEIGHT, grpo_config_kwargs, reward_funcs
+from gymkit.adapters.trl import grpo_config_kwargs, reward_funcs, valid_weight
 
 from .conftest import GROUP, VALID
 
@@ -81,7 +84,7 @@ def test_callables_pickle_and_kwargs(env) -> None:
         [env.score(GROUP[0]).channels[env.channels[0]]]
     kw = grpo_config_kwargs("us46-default", mode="channels")
     assert kw["multi_objective_aggregation"] == "normalize_then_sum"
-    assert kw["reward_weights"] == [*map(float, env.priorities), VALID_WEIGHT]
+    assert kw["reward_weights"] == [*map(float, env.priorities), valid_weight(env.priorities)]
 
 
 def test_internal_error_is_none_everywhere(env, monkeypatch) -> None:
@@ -168,3 +171,26 @@ def test_real_grpo_config_accepts_kwargs(tmp_path) -> None:
                      **grpo_config_kwargs("us46-default", mode="channels"))
     assert cfg.multi_objective_aggregation == "normalize_then_sum"
     assert list(cfg.reward_weights) == grpo_config_kwargs("us46-default", mode="channels")["reward_weights"]
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(st.integers(2, 16).flatmap(lambda g: st.tuples(
+    st.just(g),
+    arrays(np.float64, (2 * g, 3), elements=st.floats(-20, 20, allow_nan=False)),
+    arrays(np.bool_, (2 * g,)),
+    arrays(np.float64, (3,), elements=st.floats(0, 5, allow_nan=False)))))
+def test_trl_aggregation_never_ranks_an_invalid_answer_above_a_valid_one(case) -> None:
+    """Channel mode through TRL's own normalize_then_sum block: with the valid weight of
+    valid_weight(), every invalid answer's advantage is below every valid answer's of its
+    group, for any channel values and priorities (two groups per batch, G = 2..16)."""
+    import torch
+
+    g, x, valid, w = case
+    rpf = np.where(valid[:, None], x, np.nan)  # channels are None (NaN) on invalid rows
+    rpf = np.column_stack([rpf, valid.astype(float)])
+    weights = [*w, valid_weight(w, g)]
+    adv = _trl_aggregate(torch.tensor(rpf, dtype=torch.float32), weights, g)
+    for grp in (slice(0, g), slice(g, 2 * g)):
+        a, v = adv[grp], valid[grp]
+        if v.any() and (~v).any():
+            assert a[~v].max() < a[v].min(), (a, v)

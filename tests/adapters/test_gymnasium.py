@@ -9,7 +9,7 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is an optional extra")
 
-from gymkit.adapters import gymnasium_env  # noqa: E402  (registers gymkit/us46-default-v0)
+from gymkit.adapters import common, gymnasium_env  # noqa: E402  (registers gymkit/us46-default-v0)
 
 from .conftest import GROUP  # noqa: E402
 
@@ -41,7 +41,7 @@ def test_invalid_and_internal_are_distinct(genv, env, monkeypatch) -> None:
     monkeypatch.setattr(env, "score_group", lambda c, brief=None: 1 / 0)
     genv.reset(seed=0)
     _, r, *_, info = genv.step(GROUP[0])
-    assert info["error"] == "internal" and r == 0.0
+    assert info["error"] == "internal" and r == common.INTERNAL_REWARD
 
 
 def test_make_in_a_fresh_process_without_importing_gymkit() -> None:

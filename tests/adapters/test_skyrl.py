@@ -21,6 +21,7 @@ from .conftest import GROUP, VALID
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is an optional extra")
 from omegaconf import DictConfig  # noqa: E402  (a skyrl-gym dependency)
 
+from gymkit.adapters import common  # noqa: E402
 from gymkit.adapters.skyrl import ENV_CLASS, register_skyrl_envs, skyrl_rows  # noqa: E402
 
 
@@ -73,7 +74,7 @@ def test_rewards_are_env_score(rows, env) -> None:
 def test_internal_error_is_flagged(rows, env, monkeypatch) -> None:
     monkeypatch.setattr(env, "score_group", lambda c, brief=None: 1 / 0)
     out, _, metrics = _trajectory(rows[0], GROUP[0])
-    assert out["reward"] == 0.0 and out["metadata"]["error"] == "internal"
+    assert out["reward"] == common.INTERNAL_REWARD and out["metadata"]["error"] == "internal"
     assert metrics["gymkit_internal"] == 1.0
 
 

@@ -17,6 +17,7 @@ from .conftest import GROUP, VALID
 from .fake_openai import FakeOpenAI
 
 vf = pytest.importorskip("verifiers", reason="verifiers is an optional extra")
+from gymkit.adapters import common  # noqa: E402
 from gymkit.adapters.verifiers_env import verifiers_api  # noqa: E402
 
 if verifiers_api() != "legacy":
@@ -79,4 +80,4 @@ def test_internal_error_is_flagged(venv, env, fake, monkeypatch) -> None:
                              max_retries=0)
     out = venv.evaluate_sync(client=client, model="fake", num_examples=1, rollouts_per_example=1)
     (r,) = out["outputs"]
-    assert r["reward"] == 0.0 and r["metrics"]["gymkit_internal"] == 1.0
+    assert r["reward"] == common.INTERNAL_REWARD and r["metrics"]["gymkit_internal"] == 1.0

@@ -81,3 +81,19 @@ def test_include_timings_adds_only_timings(srv, expected) -> None:
     e = r.json()["cards"][0]
     assert json.dumps(e["card"], separators=(",", ":"), ensure_ascii=False) == expected[0]
     assert set(e["timings"]) >= {"parse", "evaluate", "book", "cpcv", "total"}
+
+
+def test_score_group_with_a_generated_brief_counts_compliance(srv, env) -> None:
+    """Assertion: a generated brief's text sent as ``brief`` makes R13 count over HTTP exactly
+    as in ``env.score_group`` (same card bytes; the channel present on every valid card)."""
+    from gymkit.briefs import generate_briefs
+
+    brief = generate_briefs(5, 0)[0].text
+    group = VALID[:3]
+    cards = env.score_group(group, brief=brief)
+    assert all("brief_compliance" in c.channels for c in cards if c.valid)
+    with srv.client() as c:
+        r = c.post("/v1/score_group", json={"completions": group, "brief": brief})
+    assert r.status_code == 200
+    for card in cards:
+        assert b'"card":' + card.to_json().encode() in r.content

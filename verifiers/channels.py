@@ -1,8 +1,10 @@
-"""The reward-channel registry (DESIGN §5): one table, R1–R12, and a pure function per channel.
+"""The reward-channel registry (DESIGN §5): one table, R1–R13, and a pure function per channel.
 
 Each row of :data:`CHANNELS` names a channel (id, name), its default GDPO priority, its raw
-value range, whether it needs the whole group, the facts it reads, and a pure function of
-those facts and the thresholds (:class:`ChannelParams`).  Environments choose which channels
+value range, whether it needs the whole group, the facts it reads, a pure function of
+those facts and the thresholds (:class:`ChannelParams`), and its explanation ``why``: a
+function of (card, thresholds) giving the one-line reason the report and ``gymkit score``
+show (built from the card's own numbers, so the sentence and the value cannot drift apart).  Environments choose which channels
 are active, their priorities and their thresholds by configuration; nothing here holds state.
 
 Inputs.  Every per-answer function reads one :class:`AnswerFacts` (what layers 1 and 2
@@ -97,13 +99,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import KW_ONLY, asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gymkit.dsl.errors import TAG_CODES
 
 from .pbo import rank_drop_penalty
+
+if TYPE_CHECKING:
+    from gymkit.card import ScoreCard
 
 __all__ = [
     "BOOK_GATE_CODES",
@@ -338,6 +344,187 @@ def format_channel(f: AnswerFacts, p: ChannelParams) -> float:
     return p.format_bonus if f.has_reasoning else 0.0
 
 
+# ----------------------------------------------------------------- the why lines
+# One sentence per channel saying why a card has its value, built from the card's own
+# metrics and the thresholds (the report's and `gymkit score`'s "why" column); each row of
+# the table names its own (``Channel.why``).
+def _metric(card: ScoreCard, *path: str) -> Any:
+    """``card.metrics[path[0]][path[1]]…``, or None where the path is missing."""
+    cur: Any = card.metrics
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return cur
+
+
+def cpcv_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        code = card.error.code if card.error else "?"
+        kind = "tag failure" if code in TAG_CODES else "gate failure"
+        return f"invalid answer ({code}): fixed {kind} penalty (the scalar reward's invalid band)"
+    sr = np.asarray(_metric(card, "cpcv", "test_sharpes") or [], dtype=np.float64)
+    if sr.size == 0:
+        return "no CPCV split Sharpes on the card"
+    raw = sr.mean() - 0.5 * sr.std()
+    clip = f", clipped to ±{p.cpcv_clip:g}" if abs(raw) > p.cpcv_clip else ""
+    return (f"mean {sr.mean():+.2f} − 0.5 × std {sr.std():.2f} of the {sr.size} test-slice net "
+            f"Sharpes = {raw:+.2f}{clip}")
+
+
+def pbo_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    v = card.channels.get("pbo", 0.0)
+    if v == 0.0:
+        return ("no rank drop: scored alone, or it ranks no worse out of sample than in sample "
+                "within its group")
+    return (f"ranks worse on test slices than in sample within its group: mean penalty over the "
+            f"splits {v:+.3f} (floor −{p.pbo_scale:g})")
+
+
+def jepa_stress_why(card: ScoreCard, p: ChannelParams) -> str:
+    v = card.channels.get("jepa_stress")
+    if v is None:
+        return "not active: no stress worlds"
+    if not card.valid:
+        return "0 on invalid answers"
+    st = _metric(card, "stress") or {}
+    drop, worlds = st.get("mean_drop"), st.get("world_cpcv") or {}
+    if drop is None:
+        return f"no stress scores on the card: {v:+.3f}"
+    return (f"mean CPCV drop {drop:.2f} over {len(worlds)} worlds → "
+            f"−min(1, {p.stress_scale:g}·log(1 + {drop:.2f})) = {v:+.3f}")
+
+
+def factor_neutrality_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    raw, res = _metric(card, "factors", "raw_sharpe"), _metric(card, "factors", "residual_sharpe")
+    part = _metric(card, "factors", "factor_sharpe")
+    if raw is None or (res is None and part is None):
+        return "no factor regression on the card"
+    if part is not None:  # R4's input: the factor part's Sharpe in the P&L's own volatility
+        rest = f", residual {res:+.2f}" if res is not None else ""
+        if part <= 0:
+            return (f"the six factors explain no Sharpe (factor part {part:+.2f} of raw "
+                    f"{raw:+.2f}{rest}): no penalty")
+        return (f"the six factors explain Sharpe {part:.2f} of the raw {raw:+.2f}{rest} → "
+                f"−{p.factor_scale:g} × {min(part, p.factor_clip):.2f}")
+    diff = raw - res
+    if diff <= 0:
+        return (f"raw Sharpe {raw:+.2f} ≤ residual {res:+.2f} after the six factors: nothing "
+                "explained, no penalty")
+    return (f"raw Sharpe {raw:+.2f} − residual {res:+.2f} = {diff:.2f} explained by the six "
+            f"factors → −{p.factor_scale:g} × {min(diff, p.factor_clip):.2f}")
+
+
+def turnover_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    t = _metric(card, "turnover")
+    if t is None:
+        return "no turnover on the card"
+    if t <= p.turnover_cap:
+        return f"turnover {t:.1%}/day ≤ the {p.turnover_cap:.0%} cap: free"
+    return (f"turnover {t:.1%}/day above the {p.turnover_cap:.0%} cap: "
+            f"−{p.turnover_slope:g} × {t - p.turnover_cap:.3f}")
+
+
+def min_turnover_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        code = card.error.code if card.error else "?"
+        if code in FLOOR_CODES:
+            return f"invalid ({code}): trades below the {p.min_turnover_floor:.0%}/day floor"
+        return "0 on answers that fail before the book"
+    t = _metric(card, "turnover")
+    if t is None:
+        return "no turnover on the card"
+    if t >= p.min_turnover_free:
+        return f"turnover {t:.1%}/day ≥ {p.min_turnover_free:.0%}: free"
+    return (f"turnover {t:.1%}/day in the {p.min_turnover_floor:.0%}–{p.min_turnover_free:.0%} "
+            "ramp: a slow book pays")
+
+
+def ic_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    ic, cpcv = _metric(card, "ic"), _metric(card, "cpcv", "score")
+    if ic is None:
+        return "no IC on the card"
+    s = f"IC {ic:+.4f} → {p.ic_scale:g}·clip({p.ic_multiplier:g}·IC, ±1)"
+    if cpcv is not None and cpcv <= 0:
+        s += f", capped at {p.ic_cap_without_cpcv:g} because CPCV ≤ 0"
+    return s
+
+
+def novelty_pnl_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    c = _metric(card, "novelty", "max_abs_corr") or 0.0
+    near = _metric(card, "novelty", "nearest")
+    tail = f" (nearest: {near})" if near else ""
+    if c >= p.near_duplicate_corr:
+        return f"near-duplicate of an archived book: max |corr| {c:.2f} ≥ {p.near_duplicate_corr:g}{tail}"
+    return f"{p.novelty_pnl_scale:g} × (1 − max |corr| {c:.2f} with the archive){tail}"
+
+
+def novelty_syntax_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    in_arc = bool(_metric(card, "novelty", "in_archive"))
+    dups = int(_metric(card, "novelty", "group_duplicates") or 0)
+    c = _metric(card, "novelty", "max_abs_corr") or 0.0
+    if not in_arc and dups == 0:
+        return f"unseen canonical form: {p.novelty_syntax_bonus:g} × (1 − {c:.2f})"
+    where = ", ".join(x for x in ("in the archive" if in_arc else "",
+                                  f"{dups} earlier in the group" if dups else "") if x)
+    return f"known canonical form ({where}): {p.duplicate_penalty:g} × {int(in_arc) + dups}"
+
+
+def motif_guard_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    if card.motif_capped:
+        return (f"fires: single-motif or price-only with IC < {p.motif_ic_threshold:g}; "
+                "reward capped at 0")
+    single = _metric(card, "structure", "is_single_motif")
+    price = _metric(card, "structure", "is_price_only")
+    if single or price:
+        return f"{'single-motif' if single else 'price-only'} but IC ≥ {p.motif_ic_threshold:g}: passes"
+    return "more than one motif and not price-only: passes"
+
+
+def complexity_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    n = _metric(card, "structure", "node_count")
+    if n is None:
+        return "no node count on the card"
+    if n <= p.complexity_free_nodes:
+        return f"{n} expression nodes ≤ {p.complexity_free_nodes} free"
+    return f"{n} nodes: {p.complexity_per_node:g} × {n - p.complexity_free_nodes} beyond {p.complexity_free_nodes}"
+
+
+def format_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    if card.channels.get("format", 0.0) > 0:
+        return f"a reasoning block precedes the tag: +{p.format_bonus:g}"
+    return "no reasoning block"
+
+
+def brief_compliance_why(card: ScoreCard, p: ChannelParams) -> str:
+    if not card.valid:
+        return "0 on invalid answers"
+    if any(n.startswith("brief_compliance:") for n in card.notes):
+        return "the brief is not one the generator made: not checked (0)"
+    v = card.channels.get("brief_compliance", 0.0)
+    if v == 0.0:
+        return "every checked facet of the brief holds on the formula"
+    return f"{-v:.0%} of the brief's checked facets fail on the formula: {v:+.3f}"
+
+
 # ----------------------------------------------------------------- the registry table
 @dataclass(frozen=True)
 class Channel:
@@ -347,7 +534,9 @@ class Channel:
     ``(Sequence[AnswerFacts], ChannelParams) -> ndarray`` for a group channel.
     ``scores_invalid``: the function also defines the value on invalid answers (R1, R6);
     otherwise an invalid answer gets 0.0 without calling it.  ``needs``: the environment
-    capability the channel requires ('' = none, 'stress_worlds' for R3).
+    capability the channel requires ('' = none, 'stress_worlds' for R3).  ``why``
+    (keyword-only, required): ``(ScoreCard, ChannelParams) -> str``, one line on why a card
+    has the value it has (:func:`gymkit.report.why.channel_reasons`).
     """
 
     id: str
@@ -361,6 +550,8 @@ class Channel:
     needs: str = ""
     default_on: bool = True  # in an environment's active channels unless configured otherwise
     # (R13 is off by default and joins the active channels whenever a brief is given)
+    _: KW_ONLY
+    why: Callable[[ScoreCard, ChannelParams], str]
 
 
 _INF = math.inf
@@ -371,25 +562,38 @@ def brief_compliance_channel(f: AnswerFacts, p: ChannelParams) -> float:
     return f.brief_compliance + 0.0 if math.isfinite(f.brief_compliance) else 0.0
 
 CHANNELS: tuple[Channel, ...] = (
-    Channel("R1", "cpcv", 3.0, (-5.0, 5.0), False, ("cpcv", "error_code"), cpcv_channel, True),
-    Channel("R2", "pbo", 1.0, (-0.48, 0.0), True, ("is_sharpes", "test_sharpes"), pbo_channel),
+    Channel("R1", "cpcv", 3.0, (-5.0, 5.0), False, ("cpcv", "error_code"), cpcv_channel, True,
+            why=cpcv_why),
+    Channel("R2", "pbo", 1.0, (-0.48, 0.0), True, ("is_sharpes", "test_sharpes"), pbo_channel,
+            why=pbo_why),
     Channel("R3", "jepa_stress", 0.4, (-1.0, 0.0), False, ("stress_drop",), jepa_stress_channel,
-            needs="stress_worlds"),
+            needs="stress_worlds",
+            why=jepa_stress_why),
     Channel("R4", "factor_neutrality", 0.4, (-1.2, 0.0), False, ("raw_sharpe", "residual_sharpe"),
-            factor_neutrality_channel),
-    Channel("R5", "turnover", 1.0, (-3.0, 0.0), False, ("turnover",), turnover_channel),
+            factor_neutrality_channel,
+            why=factor_neutrality_why),
+    Channel("R5", "turnover", 1.0, (-3.0, 0.0), False, ("turnover",), turnover_channel,
+            why=turnover_why),
     Channel("R6", "min_turnover", 0.5, (-1.0, 0.0), False, ("turnover", "error_code"),
-            min_turnover_channel, True),
-    Channel("R7", "ic", 0.2, (-0.2, 0.2), False, ("ic", "cpcv"), ic_channel),
-    Channel("R8", "novelty_pnl", 0.4, (-0.2, 0.4), False, ("max_abs_corr",), novelty_pnl_channel),
+            min_turnover_channel, True,
+            why=min_turnover_why),
+    Channel("R7", "ic", 0.2, (-0.2, 0.2), False, ("ic", "cpcv"), ic_channel,
+            why=ic_why),
+    Channel("R8", "novelty_pnl", 0.4, (-0.2, 0.4), False, ("max_abs_corr",), novelty_pnl_channel,
+            why=novelty_pnl_why),
     Channel("R9", "novelty_syntax", 0.2, (-_INF, 0.2), False,
-            ("in_archive", "group_duplicates", "max_abs_corr"), novelty_syntax_channel),
+            ("in_archive", "group_duplicates", "max_abs_corr"), novelty_syntax_channel,
+            why=novelty_syntax_why),
     Channel("R10", "motif_guard", 0.3, (-1.0, 0.0), False,
-            ("is_single_motif", "is_price_only", "ic"), motif_guard_channel),
-    Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel),
-    Channel("R12", "format", 1.0, (0.0, 0.05), False, ("has_reasoning",), format_channel),
+            ("is_single_motif", "is_price_only", "ic"), motif_guard_channel,
+            why=motif_guard_why),
+    Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel,
+            why=complexity_why),
+    Channel("R12", "format", 1.0, (0.0, 0.05), False, ("has_reasoning",), format_channel,
+            why=format_why),
     Channel("R13", "brief_compliance", 1.0, (-1.0, 0.0), False, ("brief_compliance",),
-            brief_compliance_channel, default_on=False),
+            brief_compliance_channel, default_on=False,
+            why=brief_compliance_why),
 )
 
 #: Channel names in registry order.

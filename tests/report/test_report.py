@@ -171,6 +171,34 @@ def test_channel_reasons_quote_the_numbers_behind_the_values(study, env):
     assert r4 == pytest.approx(card.channels["factor_neutrality"], abs=0.003)
 
 
+def _every_channel(card):
+    """``card`` carrying every channel of the table (the values it has, 0.0 for the others)."""
+    from dataclasses import replace
+
+    from gymkit.verifiers.channels import CHANNELS
+
+    return replace(card, channels={c.name: card.channels.get(c.name, 0.0) for c in CHANNELS})
+
+
+@pytest.mark.parametrize("text", [PLANTED, "rank(close"], ids=["valid", "invalid"])
+def test_every_channel_of_the_table_has_its_why_line_in_the_report(study, env, text):
+    """Each row of the channel table explains itself (``Channel.why``) and the tear sheet
+    shows that line: a channel added without an explanation fails here."""
+    from gymkit.report.html import esc
+    from gymkit.verifiers.channels import CHANNELS
+
+    scored = study.card if text == PLANTED else env.score(f"<alpha>{text}</alpha>")
+    full = _every_channel(scored)
+    s = study_formula(env, text, card=full)
+    html = formula_page(s, env.notes)
+    assert list(s.reasons) == [c.name for c in CHANNELS]
+    for c in CHANNELS:
+        line = c.why(full, env.setup.params)
+        assert isinstance(line, str) and line.strip(), c.id
+        assert s.reasons[c.name] == line
+        assert esc(line) in html, (c.id, line)
+
+
 def test_stress_section_shows_each_world_when_the_card_has_them(study, env):
     from dataclasses import replace
 

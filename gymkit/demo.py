@@ -174,8 +174,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """``gymkit demo``: market summary, the scored group, then the tear sheet path (last line)."""
-    from gymkit.cli import market_summary
     from gymkit.data import default_market
+    from gymkit.market_summary import market_summary
 
     if not args.json:
         print(market_summary(default_market(), "gymkit default market (synthetic, embedded)"))

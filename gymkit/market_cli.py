@@ -88,7 +88,8 @@ def _clean(args: argparse.Namespace, src: str, out: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``gymkit market`` (module doc)."""
-    from gymkit.cli import UsageError, market_summary
+    from gymkit.cli import UsageError
+    from gymkit.market_summary import market_summary
 
     paths = list(args.path)
     if paths and paths[0] == "clean":

@@ -22,10 +22,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import gymkit  # noqa: E402
-from gymkit.report.analysis import study_formula, study_group  # noqa: E402
-from gymkit.report.api import write_page  # noqa: E402
-from gymkit.report.build import answers_page, formula_page  # noqa: E402
+import gymkit
+from gymkit.report.analysis import study_formula, study_group
+from gymkit.report.api import write_page
+from gymkit.report.build import answers_page, formula_page
 
 FORMULA = "rank(-ts_sum(returns, 5))"
 GROUP = ["<alpha>rank(-ts_sum(returns, 5))</alpha>", "<alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20))</alpha>",

@@ -25,16 +25,24 @@ with an unpaired surrogate (``"\\ud800"``) becomes an *error row* — ``id``, ``
 Resume: ids already in the output (error rows included) are skipped.  JSONL output is appended and flushed per
 answer (a torn last line from a crash is cut off first); Parquet output accumulates in
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
+
+Workers: ``workers > 1`` scores the batches (one answer, or one whole group) in a process pool
+(``spawn``; each worker builds the environment once from ``env_factory``); rows are still
+written in input order, so the output bytes and resume behaviour equal the serial run's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
+import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -336,16 +344,75 @@ def _error_row(rec: Record) -> dict[str, Any]:
             "error": {"code": rec.error[0], "message": rec.error[1]}}
 
 
+def _dump(row: dict[str, Any]) -> str:
+    return json.dumps(row, separators=(",", ":"), allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def _score_batch(env: Any, batch: list[Record], timings: bool) -> tuple[str, int]:
+    """The output lines (joined) of one scorable batch and how many of its cards are valid."""
+    if batch[0].group is None:
+        cards = [env.score(batch[0].completion)]
+        adv = None
+    else:
+        cards = env.score_group([r.completion for r in batch])
+        adv, _ = env.group_advantages(cards)
+    lines = []
+    for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
+        row: dict[str, Any] = {"id": rec.id}
+        if rec.group is not None:
+            row["group"] = rec.group
+            row["advantage"] = float(adv[k]) if adv is not None else None
+        row.update(card.to_dict(timings=timings))
+        lines.append(_dump(row))
+    return "".join(lines), sum(bool(c.valid) for c in cards)
+
+
+_WORKER_ENV: Any = None
+
+
+def _make(env_id: str) -> Any:
+    """``gymkit.make(env_id)``, looked up when called (a picklable default factory)."""
+    import gymkit
+
+    return gymkit.make(env_id)
+
+
+def _init_worker(factory: Callable[[], Any]) -> None:
+    """Pool initializer: build this worker's environment once (its stderr notes silenced)."""
+    global _WORKER_ENV
+    with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
+        _WORKER_ENV = factory()
+
+
+def _worker_batch(batch: list[Record], timings: bool) -> tuple[str, int]:
+    return _score_batch(_WORKER_ENV, batch, timings)
+
+
+def _worker_channels() -> list[str]:
+    return list(_WORKER_ENV.channels)
+
+
+def _serial(env: Any, batches: Iterable[list[Record]], timings: bool) -> Iterator[tuple[str, int]]:
+    for b in batches:
+        yield _score_batch(env, b, timings)
+
+
 def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
                field: str = "completion", id_field: str = "id", group_field: str | None = None,
                timings: bool = False, restart: bool = False, progress: bool = True,
-               stream: TextIO | None = None, env: Any = None) -> dict[str, int]:
+               stream: TextIO | None = None, env: Any = None, workers: int = 1,
+               env_factory: Callable[[], Any] | None = None) -> dict[str, int]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
     bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
 
-    ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``."""
+    ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``.
+    ``workers``: processes scoring batches (1: in this process); each builds its environment
+    with ``env_factory`` (picklable; default ``gymkit.make(env_id)``), which must build the
+    same environment as ``env``.  The output is byte-identical for every ``workers``."""
     import gymkit
 
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, not {workers}")
     out_p = Path(out)
     ext = _suffix(out_p)
     if ext not in JSONL_EXT + PARQUET_EXT:
@@ -359,45 +426,55 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
             p.unlink(missing_ok=True)
     old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
     done = {str(r["id"]) for r in old_rows} | _repair_jsonl(partial)
-    env = gymkit.make(env_id) if env is None else env
     todo = [r for r in records if r.id not in done]
+    batches = list(_batches(todo))
+    good = [b for b in batches if b[0].error is None]
+    workers = min(workers, len(good))
+    pool: ProcessPoolExecutor | None = None
+    channels: list[str] | None = None
+    if workers > 1:
+        factory = env_factory or functools.partial(_make, env_id)
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(factory,))
+        scored_iter: Iterator[tuple[str, int]] = pool.map(
+            _worker_batch, good, [timings] * len(good), chunksize=max(1, min(16, len(good) // (8 * workers))))
+        if ext in PARQUET_EXT and env is None:
+            channels = pool.submit(_worker_channels).result()
+    else:
+        env = gymkit.make(env_id) if env is None else env
+        scored_iter = _serial(env, good, timings)
+    if channels is None and ext in PARQUET_EXT:
+        env = gymkit.make(env_id) if env is None else env
+        channels = list(env.channels)
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
     scored = valid = bad = 0
     out_p.parent.mkdir(parents=True, exist_ok=True)
-    with partial.open("a", encoding="utf-8") as fh:
-        for batch in _batches(todo):
-            if batch[0].error is not None:
-                fh.write(json.dumps(_error_row(batch[0]), separators=(",", ":"),
-                                    ensure_ascii=False) + "\n")
+    try:
+        with partial.open("a", encoding="utf-8") as fh:
+            for batch in batches:
+                if batch[0].error is not None:
+                    fh.write(_dump(_error_row(batch[0])))
+                    fh.flush()
+                    scored += 1
+                    bad += 1
+                    bar.update(1, 0)
+                    continue
+                text, nv = next(scored_iter)
+                fh.write(text)
                 fh.flush()
-                scored += 1
-                bad += 1
-                bar.update(1, 0)
-                continue
-            if batch[0].group is None:
-                cards = [env.score(batch[0].completion)]
-                adv = None
-            else:
-                cards = env.score_group([r.completion for r in batch])
-                adv, _ = env.group_advantages(cards)
-            for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
-                row: dict[str, Any] = {"id": rec.id}
-                if rec.group is not None:
-                    row["group"] = rec.group
-                    row["advantage"] = float(adv[k]) if adv is not None else None
-                row.update(card.to_dict(timings=timings))
-                fh.write(json.dumps(row, separators=(",", ":"), allow_nan=False, ensure_ascii=False) + "\n")
-            fh.flush()
-            nv = sum(c.valid for c in cards)
-            scored += len(batch)
-            valid += nv
-            bar.update(len(batch), nv)
+                scored += len(batch)
+                valid += nv
+                bar.update(len(batch), nv)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     bar.update(0, 0, final=True)
     if ext in PARQUET_EXT:
+        assert channels is not None
         new_rows = [json.loads(x) for x in partial.read_text(encoding="utf-8").splitlines() if x.strip()]
         by_id = {str(r["id"]): r for r in [*old_rows, *new_rows]}
         ordered = [by_id[r.id] for r in records if r.id in by_id]
-        _write_parquet(ordered, env.channels, out_p)
+        _write_parquet(ordered, channels, out_p)
         partial.unlink(missing_ok=True)
     return {"total": len(records), "skipped": len(records) - len(todo), "scored": scored,
             "valid": valid, "bad": bad}
@@ -416,6 +493,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="processes scoring in parallel (default: all cores; 1: serial); "
+                        "the output is the same bytes for every N")
     from .market_args import add_market_args
 
     add_market_args(p)
@@ -426,10 +506,14 @@ def run_cli(args: argparse.Namespace) -> int:
     from .market_args import make_env
 
     t0 = time.perf_counter()
-    env = make_env(args) if args.market is not None or args.split is not None else None
+    custom = args.market is not None or args.split is not None
+    env = make_env(args) if custom else None
+    keys = ("env", "market", "lenient", "columns", "adjust", "split")  # picklable for the workers
+    factory = functools.partial(make_env, argparse.Namespace(**{k: getattr(args, k, None) for k in keys}))
+    factory = factory if custom else None
     c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
                    group_field=args.group_field, timings=args.timings, restart=args.restart,
-                   progress=not args.no_progress)
+                   progress=not args.no_progress, workers=args.workers, env_factory=factory)
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"

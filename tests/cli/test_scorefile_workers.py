@@ -1,0 +1,57 @@
+"""``gymkit score-file --workers N``: the same bytes as ``--workers 1``, and resume after a
+truncated parallel run, through the CLI as a user types it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FORMULAS = ["rank(-ts_sum(returns, 5))", "rank(ts_std(volume, 20))", "rank(close", "rank(-returns)",
+            "rank(ts_mean(close, 250))", "rank(ts_delta(volume, 3))", "foo(bar)", "rank(volume)"]
+
+
+def _mixed(path: Path) -> Path:
+    """Valid and invalid answers plus bad records (bad JSON, no answer, not UTF-8)."""
+    lines = [json.dumps({"id": f"a{i}", "completion": f"<alpha>{f}</alpha>"}).encode()
+             for i, f in enumerate(FORMULAS)]
+    lines[2:2] = [b"{not json", json.dumps({"id": "noans"}).encode(), b'{"id": "x\xff"}']
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _score_file(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    cmd = [str(Path(sys.executable).with_name("gymkit")), "score-file", *map(str, args), "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    d = tmp_path_factory.mktemp("workers")
+    src = _mixed(d / "in.jsonl")
+    _score_file(src, "--out", d / "serial.jsonl", "--workers", "1")
+    return src, (d / "serial.jsonl").read_bytes()
+
+
+def test_two_workers_write_the_serial_bytes(serial: tuple[Path, bytes], tmp_path: Path) -> None:
+    src, want = serial
+    rows = [json.loads(x) for x in want.splitlines()]
+    assert len(rows) == 11 and sum((r.get("error") or {}).get("code") == "bad_record" for r in rows) >= 2
+    res = _score_file(src, "--out", tmp_path / "par.jsonl", "--workers", "2")
+    assert (tmp_path / "par.jsonl").read_bytes() == want
+    assert "11 scored" in res.stderr
+
+
+def test_resume_after_a_truncated_parallel_run(serial: tuple[Path, bytes], tmp_path: Path) -> None:
+    src, want = serial
+    out = tmp_path / "part.jsonl"
+    lines = want.splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:4]) + lines[4][:30])  # died while writing row 5
+    res = _score_file(src, "--out", out, "--workers", "2")
+    assert out.read_bytes() == want
+    assert "4 already in" in res.stderr

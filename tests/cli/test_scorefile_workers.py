@@ -55,3 +55,12 @@ def test_resume_after_a_truncated_parallel_run(serial: tuple[Path, bytes], tmp_p
     res = _score_file(src, "--out", out, "--workers", "2")
     assert out.read_bytes() == want
     assert "4 already in" in res.stderr
+
+
+def test_groups_stay_whole_and_parquet_bytes_match(tmp_path: Path) -> None:
+    rows = [{"id": i, "prompt": i // 3, "formula": f} for i, f in enumerate(FORMULAS)]
+    src = tmp_path / "g.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for w in ("1", "2"):
+        _score_file(src, "--out", tmp_path / f"g{w}.parquet", "--group-field", "prompt", "--workers", w)
+    assert (tmp_path / "g1.parquet").read_bytes() == (tmp_path / "g2.parquet").read_bytes()

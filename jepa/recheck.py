@@ -15,36 +15,47 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["compare", "recompute"]
+__all__ = ["compare", "global_gate_figures", "recompute"]
 
 
-def recompute(manifest_path: str | Path) -> dict:
-    """The figures of ``manifest_path`` recomputed from its checkpoint and the train panel."""
+def global_gate_figures(ck, data, pool, latents: np.ndarray, seed: int, panel) -> dict:
+    """The manifest's ``global_gates`` of checkpoint ``ck`` on train ``panel``: collapse,
+    prediction (late-train pairs) and the unshifted decode (bootstrap seed ``seed - 1``)."""
+    from . import gates
+    from .decoder import bootstrap_days
+    from .generate import make_world
+    from .training import prediction_losses
+
+    vp, vb = prediction_losses(ck.model, data, data.val_starts)
+    base = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents, None, 0.0,
+                      bootstrap_days(pool.n_days, np.random.default_rng(seed - 1)))
+    return {"collapse": gates.collapse_figures(latents),
+            "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
+            "decode": gates.decode_gate(base.to_panel(), panel)}
+
+
+def recompute(manifest_path: str | Path, panel=None) -> dict:
+    """The figures of ``manifest_path`` recomputed from its checkpoint and train ``panel``
+    (default: the embedded market's train window)."""
     from gymkit.data import DEFAULT_SPLIT, default_market
     from gymkit.data.default import save_market
 
-    from . import gates
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
     from .generate import WORLD_TABLE, make_world, shift_response, tile_latents
-    from .training import prediction_losses, prepare
+    from .training import prepare
     from .worlds import file_sha256
 
     manifest_path = Path(manifest_path)
     man = json.loads(manifest_path.read_text(encoding="utf-8"))
-    panel = DEFAULT_SPLIT.train(default_market())
+    panel = DEFAULT_SPLIT.train(default_market()) if panel is None else panel
     if man["train_fingerprint"] != panel.fingerprint:
         raise ValueError(f"{manifest_path.name} was built on another train panel")
     ck = load_checkpoint(manifest_path.parent / man["checkpoint"]["file"])
     data = prepare(panel, ck.model.config)
     pool = ResidualPool.build(data.arrays, ck.model.config.window)
     latents = tile_latents(ck.model, data)
-    vp, vb = prediction_losses(ck.model, data, data.val_starts)
-    base = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents, None, 0.0,
-                      bootstrap_days(pool.n_days, np.random.default_rng(man["seed"] - 1)))
-    out = {"collapse": gates.collapse_figures(latents),
-           "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
-           "decode": gates.decode_gate(base.to_panel(), panel), "worlds": {},
+    out = {**global_gate_figures(ck, data, pool, latents, man["seed"], panel), "worlds": {},
            "shift_response": {s.name: shift_response(ck.model, ck.decoder, ck.shifts, data, pool,
                                                      latents, s.channel, man["seed"] + 100)
                               for s in WORLD_TABLE}}

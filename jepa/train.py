@@ -110,7 +110,8 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     from .decoder import ResidualPool, bootstrap_days
     from .generate import WORLD_TABLE, make_world, shift_response, tile_latents, world_statistics
     from .ranking import auc_with_bootstrap, label_formulas
-    from .training import prediction_losses, prepare
+    from .recheck import global_gate_figures
+    from .training import prepare
     from .worlds import file_sha256, world_score
 
     portable.enter()
@@ -124,14 +125,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     w = model.config.window
     pool = ResidualPool.build(data.arrays, w)
     latents = tile_latents(model, data)
-    vp, vb = prediction_losses(model, data, data.val_starts)
-    global_gates = {
-        "collapse": gates.collapse_figures(latents),
-        "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
-    }
-    base_world = make_world(model, dec, shifts, data, pool, latents, None, 0.0,
-                            bootstrap_days(pool.n_days, np.random.default_rng(seed - 1)))
-    global_gates["decode"] = gates.decode_gate(base_world.to_panel(), panel)
+    global_gates = global_gate_figures(ck, data, pool, latents, seed, panel)
     print("jepa worlds: global gates done", file=log, flush=True)
 
     costs, cv = TrainCosts(), CPCV()
@@ -264,12 +258,13 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
     return argv + (["--quiet"] if args.quiet else [])
 
 
-def _check(manifest_path: Path) -> int:
+def _check(manifest_path: Path, panel: Panel) -> int:
     from . import portable
     from .recheck import compare, recompute
 
     portable.enter()
-    bad = compare(recompute(manifest_path), json.loads(manifest_path.read_text(encoding="utf-8")))
+    bad = compare(recompute(manifest_path, panel),
+                  json.loads(manifest_path.read_text(encoding="utf-8")))
     for line in bad:
         print(f"differs: {line}")
     print(f"{manifest_path.name}: " + ("every figure and world regenerates bit for bit" if not bad
@@ -283,8 +278,6 @@ def run(args: argparse.Namespace) -> int:
     from .worlds import SHIPPED_DIR
 
     portable.reexec_if_needed(_argv_of(args))
-    if args.action == "check":
-        return _check(Path(args.out or SHIPPED_DIR) / "us46_worlds.json")
     prefix = "us46"
     if args.market is None:
         panel = _train_panel(None)
@@ -300,6 +293,8 @@ def run(args: argparse.Namespace) -> int:
         args.checkpoint = args.checkpoint or str(home / CHECKPOINT_NAME)
         args.out = args.out or str(home)
         prefix = MANIFEST_NAME.removesuffix("_worlds.json")
+    if args.action == "check":
+        return _check(Path(args.out) / f"{prefix}_worlds.json", panel)
     if args.action == "train":
         t0 = time.perf_counter()
         meta = train_checkpoint(panel, args.checkpoint, epochs=args.epochs, seed=args.seed,

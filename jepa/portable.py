@@ -77,10 +77,7 @@ def problems() -> list[str]:
     out = []
     if os.environ.get(FLAG) != "1":
         out.append(f"{FLAG} is not set (start the process with portable_env())")
-    from numpy._core import _multiarray_umath as m
-
-    base = set(m.__cpu_baseline__)
-    live = [f for f in m.__cpu_dispatch__ if f not in base and m.__cpu_features__.get(f)]
+    live = _numpy_dispatch_to_disable()  # what is still active: none once disabled
     if live:
         out.append(f"numpy dispatches to {' '.join(live)}")
     try:

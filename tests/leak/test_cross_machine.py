@@ -45,13 +45,12 @@ def _probes_module(path: Path):
 
 def test_probe_cards_hold_with_generic_kernels(target, tmp_path) -> None:
     import json
-    import os
 
-    from gymkit.jepa.portable import OPENBLAS_CORE, _numpy_dispatch_to_disable
+    from gymkit.jepa.portable import portable_env
 
-    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
-           "NPY_DISABLE_CPU_FEATURES": " ".join(_numpy_dispatch_to_disable()),
-           "OPENBLAS_CORETYPE": OPENBLAS_CORE}
+    # numpy's dispatch and OpenBLAS pinned as in the JEPA's portable mode, Numba generic.
+    env = {**portable_env(), "NUMBA_CPU_NAME": "generic",
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     probes = Path(__file__).with_name("test_probes.py")
     r = subprocess.run([sys.executable, "-c", _CODE, str(probes)], env=env, capture_output=True,
                        text=True, timeout=1200)

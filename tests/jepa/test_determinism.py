@@ -80,3 +80,21 @@ def test_ohlcv_order_holds_by_construction_even_far_off_the_manifold(shipped, da
         assert (a.low_c >= 1).all() and (a.volume >= 1).all()
         assert (a.low_c <= np.minimum(a.open_c, a.close_c)).all()
         assert (np.maximum(a.open_c, a.close_c) <= a.high_c).all()
+
+
+def test_gymkit_jepa_check_as_typed() -> None:
+    """``gymkit jepa check`` from a normal shell: it re-executes itself in portable mode and
+    reports that every figure and kept world of the shipped manifest regenerates bit for bit."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from gymkit.jepa import portable
+
+    gymkit = Path(sys.executable).with_name("gymkit")
+    env = {k: v for k, v in os.environ.items() if k != portable.FLAG}
+    r = subprocess.run([str(gymkit), "jepa", "check"], capture_output=True, text=True, env=env,
+                       timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stdout.strip().endswith("every figure and world regenerates bit for bit")

@@ -8,10 +8,11 @@ within the group contributes nothing.
 Validity projection: an invalid answer must never receive a positive advantage, and the group
 must stay zero-sum.  After the GDPO sum ``A``:
 
-1. every answer that is not *eligible* (invalid, or — when ``floor`` is set — whose core score
-   is ``<= floor``) is clamped to ``min(A_i, 0, u)``, where ``u <= 0`` is the lowest eligible
+1. every answer that is not *eligible* (invalid; *guarded* — the motif guard R10 fired, which
+   caps its scalar reward at 0, so GDPO gives it no positive advantage either; or — when
+   ``floor`` is set — whose core score is ``<= floor``) is clamped to ``min(A_i, 0, u)``, where ``u <= 0`` is the lowest eligible
    advantage after centring the eligible answers on their mean; an invalid answer is further
-   clamped below every floored valid one;
+   clamped below every floored or guarded valid one;
 2. the eligible answers are shifted by one common constant ``s >= 0`` so that ``sum(A) == 0``.
    Since ``s >= 0``, every invalid answer ends at or below every valid answer (order), at or
    below 0 (sign), and where no clamp binds the result is the plain clamp-and-recentre;
@@ -130,14 +131,16 @@ def gdpo_advantages(
     valid: np.ndarray,
     floor: float | None = None,
     core: int = 0,
+    guarded: np.ndarray | None = None,
 ) -> tuple[np.ndarray, AdvantageInfo]:
     """Return (advantages (G,), diagnostics) for one group; see the module docstring.
 
     ``channel_matrix`` is (G answers, K channels) of raw channel values, ``priorities`` (K,),
     ``valid`` (G,) booleans.  ``floor``: when not None, answers whose core score (column
-    ``core``, R1 cpcv by default) is ``<= floor`` get no positive advantage.  Guarantees:
-    ``sum(adv) == 0`` up to float rounding, ``adv[i] <= 0`` for every invalid (or floored)
-    answer, and every invalid answer's advantage ``<=`` every valid answer's.  Raises ``ValueError`` naming the offending shape or cell on bad input.
+    ``core``, R1 cpcv by default) is ``<= floor`` get no positive advantage; ``guarded``
+    (G,) booleans: answers the motif guard capped (``ScoreCard.motif_capped``) get none
+    either.  Guarantees: ``sum(adv) == 0`` up to float rounding, ``adv[i] <= 0`` for every
+    invalid, floored or guarded answer, and every invalid answer's advantage ``<=`` every valid answer's.  Raises ``ValueError`` naming the offending shape or cell on bad input.
     """
     x = np.asarray(channel_matrix, dtype=np.float64)
     p = np.asarray(priorities, dtype=np.float64)
@@ -149,6 +152,11 @@ def gdpo_advantages(
     z, std = standardise_channels(x)
     adv = z @ p
     eligible = v.copy()
+    if guarded is not None:
+        g = np.asarray(guarded, dtype=bool)
+        if g.shape != v.shape:
+            raise ValueError(f"guarded must have shape {v.shape} to match the answers, got {g.shape}")
+        eligible &= ~g
     if floor is not None:
         eligible &= x[:, core] > floor
     n_eligible = int(eligible.sum())

@@ -263,7 +263,9 @@ class Environment:
         names = self._group_channels(cards)
         prio = np.array([self._priority_of[n] for n in names], dtype=np.float64)
         core = names.index("cpcv") if "cpcv" in names else 0
-        adv, info = gdpo_advantages(x, prio, valid, floor=self.config.advantage_floor, core=core)
+        guarded = np.array([c.motif_capped for c in cards], dtype=bool)
+        adv, info = gdpo_advantages(x, prio, valid, floor=self.config.advantage_floor, core=core,
+                                    guarded=guarded)
         # The diagnostics' scalar reward is the cards' reward, which the motif guard (R10) may
         # have capped at 0; the pure GDPO function only sees the channel matrix.
         rewards = np.array([c.reward for c in cards], dtype=np.float64)

@@ -57,8 +57,12 @@ R9    novelty_syntax     0.2    bucketed canonical form unseen (not in the archi
                                 (the R8 correlation); otherwise −0.3 × duplicates, where the
                                 archive counts 1 and each earlier valid identical form in the
                                 group counts 1.  In (−∞, 0.2]; ≥ −0.3·G in practice.
-R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC < 0.005, and
-                                the card's scalar reward is then capped at 0; else 0.
+R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC < 0.005, or
+                                when the book is a slow factor tilt: turnover < 6%/day and
+                                the six factors (R4) explain at least half of a positive
+                                raw Sharpe (raw − residual ≥ 0.5·raw); the card's scalar
+                                reward is then capped at 0 and GDPO gives it no positive
+                                advantage (gymkit.advantages, ``guarded``); else 0.
 R11   complexity         0.2    −0.02·max(0, node_count − 24); in (−∞, 0].
 R12   format             1.0    +0.05 when a reasoning block precedes the tag, else 0.
 R13   brief_compliance   1.0    −(failed / checked) of the brief's machine-checkable facets
@@ -124,13 +128,14 @@ __all__ = [
     "channel",
     "compute_channels",
     "invalid_reward",
+    "is_slow_factor_tilt",
     "motif_guard_triggered",
     "scalar_reward",
     "soft_floor",
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v3"  # v3: banded scalar reward, R4 gross-on-gross with six
+CHANNEL_TABLE_VERSION = "channels-v4"  # v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
 # factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
@@ -171,6 +176,8 @@ class ChannelParams:
     duplicate_penalty: float = -0.3
     motif_ic_threshold: float = 0.005
     motif_penalty: float = -1.0
+    slow_tilt_turnover: float = 0.06
+    slow_tilt_factor_share: float = 0.5
     complexity_free_nodes: int = 24
     complexity_per_node: float = -0.02
     format_bonus: float = 0.05
@@ -324,9 +331,23 @@ def novelty_syntax_channel(f: AnswerFacts, p: ChannelParams) -> float:
     return p.duplicate_penalty * dups
 
 
+def is_slow_factor_tilt(f: AnswerFacts, p: ChannelParams) -> bool:
+    """True for a valid book trading below ``slow_tilt_turnover`` a day whose positive raw
+    Sharpe is at least ``slow_tilt_factor_share`` explained by the R4 factors.
+
+    Such a book holds its exposures for weeks: its P&L is the drift of what it holds (the
+    seed's "slow tilts that ride a trend"), not a prediction.  ``slow_tilt_turnover=0``
+    switches the test off (the channels-v3 guard)."""
+    raw, res = f.raw_sharpe, f.residual_sharpe
+    return bool(f.valid and f.turnover < p.slow_tilt_turnover and raw > 0.0
+                and raw - res >= p.slow_tilt_factor_share * raw)
+
+
 def motif_guard_triggered(f: AnswerFacts, p: ChannelParams) -> bool:
-    """True when R10 fires: a valid single-motif or price-only answer with IC < the threshold."""
-    return bool(f.valid and (f.is_single_motif or f.is_price_only) and f.ic < p.motif_ic_threshold)
+    """True when R10 fires: a valid single-motif or price-only answer with IC < the
+    threshold, or a slow factor tilt (:func:`is_slow_factor_tilt`)."""
+    motif = (f.is_single_motif or f.is_price_only) and f.ic < p.motif_ic_threshold
+    return bool(f.valid and (motif or is_slow_factor_tilt(f, p)))
 
 
 def motif_guard_channel(f: AnswerFacts, p: ChannelParams) -> float:
@@ -485,11 +506,19 @@ def novelty_syntax_why(card: ScoreCard, p: ChannelParams) -> str:
 def motif_guard_why(card: ScoreCard, p: ChannelParams) -> str:
     if not card.valid:
         return "0 on invalid answers"
-    if card.motif_capped:
-        return (f"fires: single-motif or price-only with IC < {p.motif_ic_threshold:g}; "
-                "reward capped at 0")
     single = _metric(card, "structure", "is_single_motif")
     price = _metric(card, "structure", "is_price_only")
+    ic = _metric(card, "ic")
+    if card.motif_capped:
+        if (single or price) and ic is not None and ic < p.motif_ic_threshold:
+            return (f"fires: single-motif or price-only with IC < {p.motif_ic_threshold:g}; "
+                    "reward capped at 0, no positive advantage")
+        turnover = _metric(card, "turnover") or math.nan
+        raw = _metric(card, "factors", "raw_sharpe") or math.nan
+        fs = _metric(card, "factors", "factor_sharpe") or math.nan
+        return (f"fires: slow factor tilt (turnover {turnover:.1%}/day < "
+                f"{p.slow_tilt_turnover:.0%}, the factors explain Sharpe {fs:.2f} of {raw:.2f}); "
+                "reward capped at 0, no positive advantage")
     if single or price:
         return f"{'single-motif' if single else 'price-only'} but IC ≥ {p.motif_ic_threshold:g}: passes"
     return "more than one motif and not price-only: passes"
@@ -585,7 +614,8 @@ CHANNELS: tuple[Channel, ...] = (
             ("in_archive", "group_duplicates", "max_abs_corr"), novelty_syntax_channel,
             why=novelty_syntax_why),
     Channel("R10", "motif_guard", 0.3, (-1.0, 0.0), False,
-            ("is_single_motif", "is_price_only", "ic"), motif_guard_channel,
+            ("is_single_motif", "is_price_only", "ic", "turnover", "raw_sharpe",
+             "residual_sharpe"), motif_guard_channel,
             why=motif_guard_why),
     Channel("R11", "complexity", 0.2, (-_INF, 0.0), False, ("node_count",), complexity_channel,
             why=complexity_why),

@@ -85,7 +85,8 @@ def _advantages(env: Environment, payload: dict[str, Any]) -> dict[str, Any]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             adv, info = gdpo_advantages(x, p, np.array(payload["valid"], dtype=bool),
-                                        floor=payload.get("floor"), core=payload.get("core", 0))
+                                        floor=payload.get("floor"), core=payload.get("core", 0),
+                                        guarded=payload.get("guarded"))
     except ValueError as exc:
         raise JobError("invalid_request", str(exc)) from None
     return _advantage_result(adv, info)

@@ -102,6 +102,9 @@ class AdvantagesRequest(_Strict):
         description="K channel priorities; default: the environment's active priorities")
     floor: Finite | None = Field(None, description="advantage floor on the core column (off when null)")
     core: JsonInt = Field(0, ge=0, lt=MAX_CHANNELS, description="core column for the floor")
+    guarded: list[bool] | None = Field(
+        None, max_length=HARD_MAX_COMPLETIONS,
+        description="answers the motif guard capped (a card's motif_guard): no positive advantage")
 
     @model_validator(mode="after")
     def _shapes(self) -> AdvantagesRequest:
@@ -115,6 +118,8 @@ class AdvantagesRequest(_Strict):
             raise ValueError(f"priorities has {len(self.priorities)} entries for {k} channels")
         if self.core >= k:
             raise ValueError(f"core column {self.core} is outside the {k} channels")
+        if self.guarded is not None and len(self.guarded) != len(self.channels):
+            raise ValueError(f"guarded has {len(self.guarded)} entries for {len(self.channels)} rows")
         return self
 
 

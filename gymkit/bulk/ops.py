@@ -5,14 +5,11 @@ rules, windows, ties, -0.0), batched over a leading axis B of formulas that shar
 operator and window.  Where the Numba kernel's arithmetic can be replayed step for step
 it is (element-wise IEEE operations; block prefix/suffix sums and products in the same
 order; exact integer counts for rank, ts_rank and the constant-window tests), so the
-results are bit-identical on CPU and CUDA alike.  Three places cannot be:
-
-- ``log`` and ``power`` (non-fast-path exponents): torch's vector math libraries
-  (SLEEF on CPU, CUDA's libdevice) are not glibc's libm; both are within 1 ulp.
-- ``scale`` and ``group_neutralize``: Numba sums a row with Neumaier compensation in stock
-  order, torch sums in its own order (a reduction / a matmul): within a few ulps of the sum.
-- anything downstream of those two, amplified by what follows (a rank can reorder
-  near-ties).
+results are bit-identical on CPU and CUDA alike.  ``log`` and ``power`` (off its fast
+paths) are not IEEE operations: they give glibc's bits through :mod:`gymkit.bulk.libm`
+(the Numba kernel itself on CPU; on CUDA a double-double check of each value, the few
+values near a rounding midpoint computed on the host).  ``scale`` and ``group_neutralize``
+replay Numba's Neumaier sums in stock order (one step per stock).
 
 Scalars (literal operands of element-wise operators) are Python floats or (B, 1, 1)
 tensors and broadcast.  This module imports torch: scoring never imports it.
@@ -24,6 +21,8 @@ import math
 
 import numpy as np
 import torch
+
+from gymkit.bulk import libm
 
 Tensor = torch.Tensor
 _NAN = math.nan
@@ -96,9 +95,8 @@ def abs_(a):
 
 
 def log(a):
-    """log x for finite x > 0, else NaN."""
-    ok = (a > 0.0) & _fin(a)
-    return torch.where(ok, torch.log(torch.where(ok, a, 1.0)), _NAN)
+    """log x for finite x > 0, else NaN: glibc's bits (:func:`gymkit.bulk.libm.log_exact`)."""
+    return libm.log_exact(a)
 
 
 def sqrt(a):
@@ -112,13 +110,6 @@ def sign(a):
     one = torch.ones_like(a)
     s = torch.where(a > 0.0, one, torch.where(a < 0.0, -one, 0.0 * one))
     return torch.where(_fin(a), s, _NAN)
-
-
-def _real_power(a: Tensor, b: Tensor) -> Tensor:
-    bad = ~(_fin(a) & _fin(b)) | ((a < 0.0) & (b != torch.floor(b))) | ((a == 0.0) & (b < 0.0))
-    with torch.no_grad():
-        r = torch.pow(a, b)
-    return torch.where(bad, _NAN, clean(r))
 
 
 def _bcast(a, b):
@@ -138,7 +129,7 @@ def power(a, b, fast: float | None = None):
     if fast == 1.0:
         return clean(a)
     a, b = _bcast(a, b)
-    return _real_power(a, b)
+    return libm.pow_exact(a, b)
 
 
 def signed_power(a, b, fast: float | None = None):
@@ -152,9 +143,7 @@ def signed_power(a, b, fast: float | None = None):
     if fast == 1.0:
         return clean(a) + 0.0
     a, b = _bcast(a, b)
-    mag = _real_power(torch.abs(a), b)
-    out = torch.where(a < 0.0, -mag, torch.where(a > 0.0, mag, mag * 0.0))
-    return torch.where(_fin(a), out, _NAN)
+    return libm.pow_exact(a, b, signed=True)
 
 
 def min_(a, b):

@@ -21,13 +21,20 @@ from .episode import (
     StepResult,
     canonical_json,
 )
-from .reward import NO_SUBMIT_REWARD, TOOL_COST, ResearchReward, deflation, research_reward
+from .reward import (
+    NO_SUBMIT_REWARD,
+    TOOL_COST,
+    ResearchReward,
+    deflation,
+    effective_trials,
+    research_reward,
+)
 from .tools import TOOL_NAMES, TOOL_SPECS
 
 __all__ = ["DEFAULT_BUDGET", "NO_SUBMIT_REWARD", "RESEARCH_ENV_ID", "RESEARCH_VERSION",
            "TOOL_COST", "TOOL_NAMES", "TOOL_SPECS", "ActionError", "ResearchEnv",
            "ResearchEpisode", "ResearchReward", "StepResult", "ToolCall", "canonical_json",
-           "deflation", "make_research", "parse_action", "research_reward"]
+           "deflation", "effective_trials", "make_research", "parse_action", "research_reward"]
 
 RESEARCH_ENV_ID = "us46-research"
 

@@ -29,7 +29,7 @@ from gymkit.card import ScoreCard, json_safe
 from gymkit.dsl import canonical_key, parse
 
 from .actions import ActionError, ToolCall, parse_action
-from .reward import TOOL_COST, ResearchReward, research_reward
+from .reward import TOOL_COST, ResearchReward, effective_trials, research_reward
 from .tools import TOOL_SPECS, backtest_payload, compare_payload, describe_payload
 
 __all__ = ["DEFAULT_BUDGET", "RESEARCH_VERSION", "ResearchEnv", "ResearchEpisode", "StepResult",
@@ -37,14 +37,15 @@ __all__ = ["DEFAULT_BUDGET", "RESEARCH_VERSION", "ResearchEnv", "ResearchEpisode
 
 DEFAULT_BUDGET = 8
 #: Version of the tools, payloads and reward rules (part of every transcript header).
-RESEARCH_VERSION = "research-v1"
+RESEARCH_VERSION = "research-v2"
 
 _RULES = ("This is a research episode. Call tools to test formulas on the TRAIN window, then "
           "submit exactly one formula. You have {budget} tool calls besides submit; a call "
           "after they are spent ends the episode without a submission (the worst reward). "
           "Each call costs {cost:g} reward; the submitted formula's CPCV score is deflated for "
-          "the number of distinct formulas you backtested (the deflated Sharpe ratio), so "
-          "mining many formulas does not pay. Call a tool with <tool_call>{{\"name\": ..., "
+          "the effective number of independent formulas you backtested (the deflated Sharpe "
+          "ratio; near-copies of one formula count about once), so mining many formulas does "
+          "not pay. Call a tool with <tool_call>{{\"name\": ..., "
           "\"arguments\": {{...}}}}</tool_call>; submit with the submit tool or "
           "<alpha>formula</alpha>.")
 
@@ -124,8 +125,14 @@ class ResearchEpisode:
 
     @property
     def n_trials(self) -> int:
-        """Distinct canonical forms with a valid backtest so far."""
+        """Distinct canonical forms with a valid backtest so far (M)."""
         return len(self._trials)
+
+    @property
+    def n_effective(self) -> float:
+        """The effective number of independent trials so far (N̂, from their P&L correlations;
+        :func:`gymkit.research.reward.effective_trials`)."""
+        return effective_trials([p for _, _, p in self._trials.values()])
 
     def prompt(self) -> str:
         """The first observation: the task prompt, the research rules, the brief."""
@@ -199,7 +206,7 @@ class ResearchEpisode:
                     error: dict[str, Any] | None, call: ToolCall | None = None) -> StepResult:
         if self.calls >= self.budget:
             self.done, self.truncated = True, True
-            self.result = research_reward(None, [], self.calls, {}, 0.0, self.renv.tool_cost)
+            self.result = self._no_submit()
             result = {"error": "the tool budget is spent and this was not a submit: the "
                       "episode ends without a submission"}
             self._turns.append({"action": action, "result": result})
@@ -227,6 +234,23 @@ class ResearchEpisode:
         self._trial(cb)
         return compare_payload(ca, cb)
 
+    def _no_submit(self) -> ResearchReward:
+        scores = [r1 for _, r1, _ in self._trials.values()]
+        pnls = [p for _, _, p in self._trials.values()]
+        return research_reward(None, scores, self.calls, {}, 0.0, self.renv.tool_cost, pnls)
+
+    def end(self, reason: str) -> StepResult:
+        """End the open episode without a submission (the rollout stopped: ``reason`` says
+        how); the reward is :data:`~gymkit.research.reward.NO_SUBMIT_REWARD`."""
+        if self.done:
+            raise RuntimeError("the episode is over: start a new one")
+        self.result = self._no_submit()
+        self.done, self.truncated = True, True
+        result = {"error": f"the episode ended without a submission: {reason}"}
+        self._turns.append({"action": {"name": "end", "arguments": {}}, "result": result})
+        return StepResult(canonical_json(result), True, True, self.result.reward,
+                          {"result": result, "outcome": self.result.to_dict()})
+
     def submit(self, formula: str) -> StepResult:
         """End the episode with ``formula``: its full card and the research reward."""
         if self.done:
@@ -237,10 +261,11 @@ class ResearchEpisode:
         summary = backtest_payload(card, self._earlier(card))
         self._trial(card)
         scores = [r1 for _, r1, _ in self._trials.values()]
+        pnls = [p for _, _, p in self._trials.values()]
         prio = self.env.config.priorities
         self.result = research_reward(card, scores, self.calls, prio,
                                       self.env.setup.params.ic_cap_without_cpcv,
-                                      self.renv.tool_cost)
+                                      self.renv.tool_cost, pnls)
         self.final_card, self.done = card, True
         result = {"tool": "submit", "result": summary, "outcome": self.result.to_dict()}
         self._turns.append({"action": {"name": "submit", "arguments": {"formula": formula}},

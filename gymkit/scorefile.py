@@ -29,6 +29,8 @@ answer (a torn last line from a crash is cut off first); Parquet output accumula
 Workers: ``workers > 1`` scores the batches (one answer, or one whole group) in a process pool
 (``spawn``; each worker builds the environment once from ``env_factory``); rows are still
 written in input order, so the output bytes and resume behaviour equal the serial run's.
+``engine="ray"`` does the same with Ray actors (:mod:`gymkit.ray_engine`), on a cluster
+(``ray_address``) or a local Ray started for the run.
 """
 
 from __future__ import annotations
@@ -397,22 +399,69 @@ def _serial(env: Any, batches: Iterable[list[Record]], timings: bool) -> Iterato
         yield _score_batch(env, b, timings)
 
 
+ENGINES = ("local", "ray")
+
+
+@contextlib.contextmanager
+def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int | None,
+            env: Any, env_id: str, env_factory: Callable[[], Any] | None, want_channels: bool,
+            ray_address: str | None) -> Iterator[tuple[Iterator[tuple[str, int]], list[str] | None]]:
+    """The one engine dispatch: yield (the rows of ``good`` in input order, the channel names
+    when ``want_channels`` and the engine knows them, else None)."""
+    factory = env_factory or functools.partial(_make, env_id)
+    if name == "ray":
+        from .ray_engine import ray_scorer
+
+        fp = None if env is None else env.fingerprint
+        with ray_scorer(good, timings, factory, address=ray_address, workers=workers,
+                        expect_fingerprint=fp) as (rows, channels):
+            yield rows, channels
+        return
+    if name != "local":
+        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")
+    n = min((os.cpu_count() or 1) if workers is None else workers, len(good))
+    if n <= 1:
+        import gymkit
+
+        env = gymkit.make(env_id) if env is None else env
+        yield _serial(env, good, timings), list(env.channels)
+        return
+    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(factory,))
+    try:
+        rows = pool.map(_worker_batch, good, [timings] * len(good),
+                        chunksize=max(1, min(16, len(good) // (8 * n))))
+        channels = pool.submit(_worker_channels).result() if want_channels and env is None else None
+        yield rows, channels
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
                field: str = "completion", id_field: str = "id", group_field: str | None = None,
                timings: bool = False, restart: bool = False, progress: bool = True,
-               stream: TextIO | None = None, env: Any = None, workers: int = 1,
-               env_factory: Callable[[], Any] | None = None) -> dict[str, int]:
+               stream: TextIO | None = None, env: Any = None, workers: int | None = 1,
+               env_factory: Callable[[], Any] | None = None, engine: str = "local",
+               ray_address: str | None = None) -> dict[str, int]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
     bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
 
     ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``.
-    ``workers``: processes scoring batches (1: in this process); each builds its environment
-    with ``env_factory`` (picklable; default ``gymkit.make(env_id)``), which must build the
-    same environment as ``env``.  The output is byte-identical for every ``workers``."""
+    ``engine``: ``"local"`` (``workers`` processes, None: all cores; 1: in this process) or
+    ``"ray"`` (``workers`` Ray actors, None: the cluster's CPUs; ``ray_address`` for
+    ``ray.init``, None: a local Ray for the run).  Workers build their environment with
+    ``env_factory`` (picklable; default ``gymkit.make(env_id)``), which must build the same
+    environment as ``env``.  The output is byte-identical for every engine and ``workers``."""
     import gymkit
 
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ValueError(f"--workers must be >= 1, not {workers}")
+    if engine not in ENGINES:
+        raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "ray":
+        from .ray_engine import _import_ray
+
+        _import_ray()  # a missing Ray is an error before anything is read or written
     out_p = Path(out)
     ext = _suffix(out_p)
     if ext not in JSONL_EXT + PARQUET_EXT:
@@ -429,27 +478,20 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     todo = [r for r in records if r.id not in done]
     batches = list(_batches(todo))
     good = [b for b in batches if b[0].error is None]
-    workers = min(workers, len(good))
-    pool: ProcessPoolExecutor | None = None
-    channels: list[str] | None = None
-    if workers > 1:
-        factory = env_factory or functools.partial(_make, env_id)
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(factory,))
-        scored_iter: Iterator[tuple[str, int]] = pool.map(
-            _worker_batch, good, [timings] * len(good), chunksize=max(1, min(16, len(good) // (8 * workers))))
-        if ext in PARQUET_EXT and env is None:
-            channels = pool.submit(_worker_channels).result()
-    else:
-        env = gymkit.make(env_id) if env is None else env
-        scored_iter = _serial(env, good, timings)
-    if channels is None and ext in PARQUET_EXT:
-        env = gymkit.make(env_id) if env is None else env
-        channels = list(env.channels)
+    parquet = ext in PARQUET_EXT
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
     scored = valid = bad = 0
     out_p.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.ExitStack() as stack:
+        scored_iter: Iterator[tuple[str, int]] = iter(())
+        channels: list[str] | None = None
+        if good:
+            scored_iter, channels = stack.enter_context(_engine(
+                engine, good, timings, workers=workers, env=env, env_id=env_id,
+                env_factory=env_factory, want_channels=parquet, ray_address=ray_address))
+        if parquet and channels is None:
+            env = gymkit.make(env_id) if env is None else env
+            channels = list(env.channels)
         with partial.open("a", encoding="utf-8") as fh:
             for batch in batches:
                 if batch[0].error is not None:
@@ -465,11 +507,8 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                 scored += len(batch)
                 valid += nv
                 bar.update(len(batch), nv)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
     bar.update(0, 0, final=True)
-    if ext in PARQUET_EXT:
+    if parquet:
         assert channels is not None
         new_rows = [json.loads(x) for x in partial.read_text(encoding="utf-8").splitlines() if x.strip()]
         by_id = {str(r["id"]): r for r in [*old_rows, *new_rows]}
@@ -493,9 +532,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="processes scoring in parallel (default: all cores; 1: serial); "
-                        "the output is the same bytes for every N")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes (or Ray actors) scoring in parallel (default: all cores, or "
+                        "the Ray cluster's CPUs; 1: serial); the output is the same bytes for every N")
+    p.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: a process pool on this machine (default); ray: Ray actors, one "
+                        "environment each (pip install 'gymkit[ray]')")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --engine ray: the cluster for ray.init(address=ADDR) (e.g. auto); "
+                        "default: start a local Ray for the run")
     from .market_args import add_market_args
 
     add_market_args(p)
@@ -506,6 +551,8 @@ def run_cli(args: argparse.Namespace) -> int:
     from .market_args import make_env
 
     t0 = time.perf_counter()
+    if args.ray_address is not None and args.engine != "ray":
+        raise ValueError("--ray-address needs --engine ray")
     custom = args.market is not None or args.split is not None
     env = make_env(args) if custom else None
     keys = ("env", "market", "lenient", "columns", "adjust", "split")  # picklable for the workers
@@ -513,7 +560,8 @@ def run_cli(args: argparse.Namespace) -> int:
     factory = factory if custom else None
     c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
                    group_field=args.group_field, timings=args.timings, restart=args.restart,
-                   progress=not args.no_progress, workers=args.workers, env_factory=factory)
+                   progress=not args.no_progress, workers=args.workers, env_factory=factory,
+                   engine=args.engine, ray_address=args.ray_address)
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"

@@ -2,12 +2,20 @@
 
 Run:  .venv/bin/python benchmarks/bench_evaluate.py [--repeat 7] [--skip-real] [--skip-cold]
                                                     [--baseline-kernels OLD_KERNELS.py]
+      .venv/bin/python benchmarks/bench_evaluate.py --cards-base OLD_TREE [--repeat 5]
 Prints a Markdown report (paste into benchmarks/RESULTS.md, section "Evaluator (issue 4)").
 
 ``--baseline-kernels`` takes a copy of an earlier dsl/kernels.py (a standalone module: it
 imports only numpy/numba) and adds a same-process before/after: each kernel case and each
 formula is timed with the baseline's KERNELS and the current ones alternately (the
 evaluator's KERNELS table is swapped in place), so load on the shared box hits both alike.
+
+``--cards-base`` times whole score cards instead: ``env.score`` of the 101 alphas
+(dsl/alpha101.tsv) on ``us46-default`` with R3 off, parse and eval caches cleared before
+every answer, CPU time per card.  Worker processes alternate between ``OLD_TREE`` (an
+unpacked ``git archive`` of an earlier commit, imported in place of this checkout) and this
+tree, ``--repeat`` rounds each; the report is the sum over formulas of each formula's median,
+the ratio new / old, and whether every card's JSON (timings excluded) is byte-identical.
 """
 
 from __future__ import annotations
@@ -220,6 +228,66 @@ def bench_cold() -> list[str]:
     return [*lines, ""]
 
 
+# One worker: argv = [tree or "", rounds]; prints {"times": {id: [s...]}, "cards": {id: sha256}}.
+_CARD_WORKER = r"""
+import hashlib, json, sys, time
+tree, rounds = sys.argv[1], int(sys.argv[2])
+sys.path = [p for p in sys.path if p not in ("", ".")]  # not the checkout via the cwd
+if tree:  # import gymkit from ``tree`` instead of this checkout (editable-install finder)
+    import __editable___gymkit_0_2_1_finder as finder
+    for pkg in list(finder.MAPPING):
+        sub = {"gymkit": "gymkit", "gymkit.dsl": "dsl", "gymkit.verifiers": "verifiers",
+               "gymkit.jepa": "jepa", "gymkit.data": "data"}[pkg]
+        finder.MAPPING[pkg] = f"{tree}/{sub}"
+import gymkit
+from gymkit.dsl.cache import DEFAULT_CACHE
+from gymkit.dsl.parser import _parse_cached
+assert gymkit.__file__.startswith(tree or gymkit.__file__), gymkit.__file__
+full = gymkit.make("us46-default")
+env = gymkit.make("us46-default", channels=tuple(c for c in full.config.channels
+                                                 if c != "jepa_stress"))
+rows = [line.split("\t")[:2] for line in open(sys.argv[3]).read().splitlines()[1:] if line]
+times = {i: [] for i, _ in rows}
+cards = {}
+for i, f in rows:  # warm-up: JIT-load every kernel once
+    env.score(f"<alpha>{f}</alpha>")
+for _ in range(rounds):
+    for i, f in rows:
+        DEFAULT_CACHE.clear()
+        _parse_cached.cache_clear()
+        t = time.process_time()
+        card = env.score(f"<alpha>{f}</alpha>")
+        times[i].append(time.process_time() - t)
+        cards[i] = hashlib.sha256(card.to_json().encode()).hexdigest()
+print(json.dumps({"times": times, "cards": cards}))
+"""
+
+
+def bench_cards(base: Path, repeat: int, new_tree: Path | None = None) -> list[str]:
+    """Whole cards of the 101 alphas, ``base`` tree vs ``new_tree`` (default: this checkout),
+    alternating worker processes."""
+    import json
+
+    tsv = ROOT / "dsl" / "alpha101.tsv"
+    runs: dict[str, list[dict]] = {"old": [], "new": []}
+    for _ in range(repeat):
+        for label, tree in (("old", str(base.resolve())),
+                            ("new", str(new_tree.resolve()) if new_tree else "")):
+            out = subprocess.run([sys.executable, "-c", _CARD_WORKER, tree, "1", str(tsv)],
+                                 capture_output=True, text=True, check=True, cwd="/").stdout
+            runs[label].append(json.loads(out.strip().splitlines()[-1]))
+    med = {label: {i: statistics.median(r["times"][i][0] for r in rs) for i in rs[0]["times"]}
+           for label, rs in runs.items()}
+    old, new = (1000 * sum(med[k].values()) for k in ("old", "new"))
+    ratios = sorted(med["new"][i] / med["old"][i] for i in med["old"])
+    same = all(r["cards"] == runs["old"][0]["cards"] for rs in runs.values() for r in rs)
+    return ["### Whole card, 101 alphas, us46-default with R3 off (CPU ms, sum of medians)", "",
+            f"- old ({base}): {old:.1f} ms; new ({new_tree or 'this checkout'}): {new:.1f} ms; ratio new/old {new / old:.3f} "
+            f"(per-formula median {statistics.median(ratios):.3f}, range "
+            f"{ratios[0]:.2f}–{ratios[-1]:.2f}); {repeat} alternating rounds",
+            f"- cards byte-identical (JSON without timings, all rounds, both trees): {same}", ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
@@ -228,7 +296,16 @@ def main() -> None:
     ap.add_argument("--skip-cold", action="store_true")
     ap.add_argument("--baseline-kernels", type=Path, default=None,
                     help="a copy of an earlier dsl/kernels.py to A/B against, same process")
+    ap.add_argument("--cards-base", type=Path, default=None,
+                    help="an earlier tree (git archive) to A/B whole cards against, then exit")
+    ap.add_argument("--cards-new", type=Path, default=None,
+                    help="with --cards-base: the tree to compare (default: this checkout)")
     args = ap.parse_args()
+    if args.cards_base is not None:
+        print("\n".join([f"load average at start: {os.getloadavg()[0]:.2f}",
+                         *bench_cards(args.cards_base, args.repeat, args.cards_new),
+                         f"load average at end: {os.getloadavg()[0]:.2f}"]))
+        return
     baseline = None
     if args.baseline_kernels is not None:
         sys.path.insert(0, str(args.baseline_kernels.resolve().parent))

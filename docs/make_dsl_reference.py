@@ -3,9 +3,9 @@
     .venv/bin/python docs/make_dsl_reference.py          # rewrite docs/dsl.md
     .venv/bin/python docs/make_dsl_reference.py --check  # exit 1 if docs/dsl.md is stale
 
-Signatures, spellings, infix symbols, motif families, lookback rules, value ranges, fields and
-limits come from the table itself; only the one-line meanings below are written by hand, and
-:func:`render` refuses an operator that has none (so a new operator cannot ship undocumented).
+Signatures, spellings, infix symbols, motif families, lookback rules, value ranges, one-line
+meanings, fields and limits all come from the table itself; :func:`render` refuses an operator
+whose row has no ``doc`` (so a new operator cannot ship undocumented).
 """
 
 from __future__ import annotations
@@ -17,53 +17,9 @@ from gymkit.dsl import operators as ops
 
 OUT = Path(__file__).resolve().parent / "dsl.md"
 
-#: canonical operator name -> what its value is at session t (column by column unless noted).
-MEANING: dict[str, str] = {
-    "or": "1 if either is non-zero, else 0; NaN if either is NaN",
-    "and": "1 if both are non-zero, else 0; NaN if either is NaN",
-    "lt": "1 if x < y else 0; NaN if either is NaN",
-    "le": "1 if x ≤ y else 0; NaN if either is NaN",
-    "gt": "1 if x > y else 0; NaN if either is NaN",
-    "ge": "1 if x ≥ y else 0; NaN if either is NaN",
-    "eq": "1 if x = y else 0; NaN if either is NaN",
-    "ne": "1 if x ≠ y else 0; NaN if either is NaN",
-    "add": "x + y",
-    "sub": "x − y",
-    "mul": "x · y",
-    "div": "x / y; division by 0 is NaN",
-    "power": "x to the power y when real and finite, else NaN",
-    "neg": "−x",
-    "where": "c ? a : b — a where c ≠ 0, else b; NaN where c is NaN",
-    "abs": "|x|",
-    "log": "natural log for x > 0, else NaN",
-    "sign": "−1, 0 or +1",
-    "sqrt": "square root for x ≥ 0, else NaN",
-    "signed_power": "sign(x)·|x|^a",
-    "min": "element-wise minimum (min(x, d) with an integer d is ts_min)",
-    "max": "element-wise maximum (max(x, d) with an integer d is ts_max)",
-    "rank": "cross-sectional rank of the day, (r − 1)/(n − 1) in [0, 1], ties averaged",
-    "scale": "cross-sectional x / Σ|x| of the day",
-    "group_neutralize": "x minus the mean of its sector or industry that day",
-    "delay": "x, d sessions ago",
-    "ts_delta": "x today minus x d sessions ago",
-    "ts_mean": "mean of the last d sessions",
-    "ts_std": "standard deviation (ddof 1) of the last d sessions",
-    "ts_sum": "sum of the last d sessions",
-    "ts_max": "maximum of the last d sessions",
-    "ts_min": "minimum of the last d sessions",
-    "ts_product": "product of the last d sessions",
-    "ts_decay_linear": "weighted mean of the last d sessions, weights d (today) … 1",
-    "ts_ema": "exponential moving average, α = 2/(d + 1), started at the first full window's mean",
-    "ts_skew": "skewness (bias-corrected) of the last d sessions",
-    "ts_kurt": "excess kurtosis (bias-corrected) of the last d sessions",
-    "ts_slope": "OLS slope of the last d sessions on 0 … d − 1",
-    "ts_rank": "today's rank within the last d sessions, in [0, 1]",
-    "ts_argmax": "sessions since the maximum of the last d (0 = today)",
-    "ts_argmin": "sessions since the minimum of the last d (0 = today)",
-    "ts_corr": "correlation of x and y over the last d sessions",
-    "ts_cov": "covariance (ddof 1) of x and y over the last d sessions",
-    "adv": "average daily dollar volume, mean of close · volume over d sessions (also written adv20)",
-}
+#: canonical operator name -> what its value is at session t: the ``doc`` column of the table
+#: (a row without one is refused by :func:`render`).
+MEANING: dict[str, str] = {name: spec.doc for name, spec in ops.OPERATORS.items() if spec.doc}
 
 _ARG = {ops.EXPR: "x", ops.WINDOW: "d", ops.LEVEL: "level"}
 _LOOKBACK = {
@@ -145,6 +101,7 @@ def render() -> str:
         f"* at most {ops.MAX_TOKENS} tokens and {ops.MAX_DEPTH} levels of nesting",
         "* a time-series window is NaN unless all its d values are finite; ±inf and invalid",
         "  log/sqrt/division give NaN",
+        "* a meaning marked \\* is a choice where the design card is silent",
         "",
         "## Fields",
         "",

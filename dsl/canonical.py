@@ -41,67 +41,11 @@ def bucket(days: int) -> int:
     return min(BUCKETS, key=lambda b: (abs(b - days), b))
 
 
-def _truth(x: float) -> float:
-    return 1.0 if x else 0.0
-
-
-def _div(a: float, b: float) -> float:
-    return a / b if b != 0.0 else math.nan
-
-
-def _sqrt(a: float) -> float:
-    return math.sqrt(a) if a >= 0.0 else math.nan
-
-
-def _sign(a: float) -> float:
-    return 0.0 if a == 0.0 else math.copysign(1.0, a)
-
-
-def _signed_zero_guard(f: Callable[[float, float], float], a: float, b: float) -> float:
-    """min/max of 0.0 and -0.0 depends on operand order: leave such calls unfolded (nan)."""
-    if a == b and math.copysign(1.0, a) != math.copysign(1.0, b):
-        return math.nan
-    return f(a, b)
-
-
-# Correctly rounded, hence bit-identical to the numpy kernels.
+# Constant folds, from the operator table: exact ones for both forms, all for novelty.
 _EXACT: dict[str, Callable[..., float]] = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "div": _div,
-    "neg": lambda a: -a,
-    "lt": lambda a, b: _truth(a < b),
-    "le": lambda a, b: _truth(a <= b),
-    "gt": lambda a, b: _truth(a > b),
-    "ge": lambda a, b: _truth(a >= b),
-    "eq": lambda a, b: _truth(a == b),
-    "ne": lambda a, b: _truth(a != b),
-    "and": lambda a, b: _truth(a != 0.0 and b != 0.0),
-    "or": lambda a, b: _truth(a != 0.0 or b != 0.0),
-    "where": lambda c, a, b: a if c != 0.0 else b,
-    "abs": abs,
-    "sign": _sign,
-    "sqrt": _sqrt,
-    "min": lambda a, b: _signed_zero_guard(min, a, b),
-    "max": lambda a, b: _signed_zero_guard(max, a, b),
-}
-
-
-def _pow(a: float, b: float) -> float:
-    try:
-        return math.pow(a, b)
-    except (OverflowError, ValueError):
-        return math.nan
-
-
-# Only for the novelty form: values close enough, not bit-exact.
+    name: spec.fold for name, spec in OPERATORS.items() if spec.fold is not None and spec.fold_exact}
 _APPROX: dict[str, Callable[..., float]] = {
-    **_EXACT,
-    "log": lambda a: math.log(a) if a > 0.0 else math.nan,
-    "power": _pow,
-    "signed_power": lambda a, b: _sign(a) * _pow(abs(a), b),
-}
+    name: spec.fold for name, spec in OPERATORS.items() if spec.fold is not None}
 
 
 # Speed (issue 3): bucketed windows precomputed, and operand texts printed once per node

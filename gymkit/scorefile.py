@@ -399,13 +399,14 @@ def _serial(env: Any, batches: Iterable[list[Record]], timings: bool) -> Iterato
         yield _score_batch(env, b, timings)
 
 
-ENGINES = ("local", "ray")
+ENGINES = ("local", "ray", "torch")
 
 
 @contextlib.contextmanager
 def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int | None,
             env: Any, env_id: str, env_factory: Callable[[], Any] | None, want_channels: bool,
-            ray_address: str | None) -> Iterator[tuple[Iterator[tuple[str, int]], list[str] | None]]:
+            ray_address: str | None, device: str | None = None,
+            ) -> Iterator[tuple[Iterator[tuple[str, int]], list[str] | None]]:
     """The one engine dispatch: yield (the rows of ``good`` in input order, the channel names
     when ``want_channels`` and the engine knows them, else None)."""
     factory = env_factory or functools.partial(_make, env_id)
@@ -416,6 +417,14 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         with ray_scorer(good, timings, factory, address=ray_address, workers=workers,
                         expect_fingerprint=fp) as (rows, channels):
             yield rows, channels
+        return
+    if name == "torch":  # formulas evaluated in bulk on a torch device (gymkit.bulk), cards here
+        import gymkit
+
+        from .bulk.cards import bulk_env
+
+        env = bulk_env(gymkit.make(env_id) if env is None else env, good, device or "cuda")
+        yield _serial(env, good, timings), list(env.channels)
         return
     if name != "local":
         raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")
@@ -442,7 +451,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                timings: bool = False, restart: bool = False, progress: bool = True,
                stream: TextIO | None = None, env: Any = None, workers: int | None = 1,
                env_factory: Callable[[], Any] | None = None, engine: str = "local",
-               ray_address: str | None = None) -> dict[str, int]:
+               ray_address: str | None = None, device: str | None = None) -> dict[str, int]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
     bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
 
@@ -451,7 +460,9 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     ``"ray"`` (``workers`` Ray actors, None: the cluster's CPUs; ``ray_address`` for
     ``ray.init``, None: a local Ray for the run).  Workers build their environment with
     ``env_factory`` (picklable; default ``gymkit.make(env_id)``), which must build the same
-    environment as ``env``.  The output is byte-identical for every engine and ``workers``."""
+    environment as ``env``.  ``"torch"``: in this process, the formulas evaluated in bulk on
+    ``device`` (:mod:`gymkit.bulk.cards`).  The output is byte-identical for every engine and
+    ``workers``."""
     import gymkit
 
     if workers is not None and workers < 1:
@@ -488,7 +499,8 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         if good:
             scored_iter, channels = stack.enter_context(_engine(
                 engine, good, timings, workers=workers, env=env, env_id=env_id,
-                env_factory=env_factory, want_channels=parquet, ray_address=ray_address))
+                env_factory=env_factory, want_channels=parquet, ray_address=ray_address,
+                device=device))
         if parquet and channels is None:
             env = gymkit.make(env_id) if env is None else env
             channels = list(env.channels)
@@ -537,7 +549,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "the Ray cluster's CPUs; 1: serial); the output is the same bytes for every N")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: a process pool on this machine (default); ray: Ray actors, one "
-                        "environment each (pip install 'gymkit[ray]')")
+                        "environment each (pip install 'gymkit[ray]'); torch: formulas evaluated "
+                        "in bulk on --device, cards in this process (--workers unused)")
+    p.add_argument("--device", default=None, help="with --engine torch: the torch device (default: cuda)")
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="with --engine ray: the cluster for ray.init(address=ADDR) (e.g. auto); "
                         "default: start a local Ray for the run")
@@ -553,6 +567,8 @@ def run_cli(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.ray_address is not None and args.engine != "ray":
         raise ValueError("--ray-address needs --engine ray")
+    if args.device is not None and args.engine != "torch":
+        raise ValueError("--device needs --engine torch")
     custom = args.market is not None or args.split is not None
     env = make_env(args) if custom else None
     keys = ("env", "market", "lenient", "columns", "adjust", "split")  # picklable for the workers
@@ -561,7 +577,7 @@ def run_cli(args: argparse.Namespace) -> int:
     c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
                    group_field=args.group_field, timings=args.timings, restart=args.restart,
                    progress=not args.no_progress, workers=args.workers, env_factory=factory,
-                   engine=args.engine, ray_address=args.ray_address)
+                   engine=args.engine, ray_address=args.ray_address, device=args.device)
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"

@@ -7,7 +7,7 @@ Reports, per formula, the median time per formula of
   (closest to the uncontended cost on this shared box),
 - ``parse(text)`` alone on a cache miss,
 - ``parse(text)`` on a cache hit (the same text again),
-- lark's LALR parse of the same text with the reference grammar in tests/dsl (tree only:
+- lark's LALR parse of the same text with the grammar file dsl/grammar.lark (tree only:
   no name resolution, no limits, no canonical form), and the ratio lark / ours (cold).
 
 Cache misses are made by timing ``number`` distinct texts per batch after clearing the
@@ -27,20 +27,19 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import lark
 
 from gymkit.dsl import canonical, parse
 from gymkit.dsl.lexer import tokenize
-from gymkit.dsl.parser import _parse_cached
+from gymkit.dsl.parser import GRAMMAR_FILE, _parse_cached
 
 FORMULAS = [
     "rank(ts_argmax(signed_power(returns < 0 ? ts_std(returns, 20) : close, 2), 5)) - 0.5",
     "-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)",
     "(rank(open - ts_sum(vwap, 10) / 10) * (-1 * abs(rank(close - vwap))))",
 ]
-GRAMMAR = Path(__file__).resolve().parent.parent / "tests" / "dsl" / "reference_grammar.lark"
+GRAMMAR = GRAMMAR_FILE
 
 
 def batch_us(fn, texts: list[str], clear: bool) -> float:

@@ -1,8 +1,8 @@
 """Hand-written recursive-descent parser of the alpha DSL (DESIGN §3).
 
-Grammar, one method per precedence level (lowest first)::
+The syntax is :data:`GRAMMAR_FILE` (``dsl/grammar.lark``, the spec the lark cross-check
+parses with); this parser has one method per rule of it, lowest precedence first::
 
-    formula : ternary END
     ternary : or_ ( "?" ternary ":" ternary )?            -> where(c, a, b)
     or_     : and_ ( "||" and_ )*                          -> or
     and_    : cmp ( "&&" cmp )*                            -> and
@@ -34,7 +34,8 @@ import difflib
 import functools
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from pathlib import Path
 
 from .ast import Call, Expr, Field, Level, Num, Window
 from .errors import DSLError, excerpt
@@ -44,13 +45,15 @@ from .operators import (
     EXPR,
     FIELDS,
     INFIX,
-    LB_ADD_D,
-    LB_ADD_D_MINUS_1,
     LB_MAX,
     LEVEL,
     LEVEL_NAMES,
     NAMES,
     OPERATORS,
+    PREC_ADD,
+    PREC_AND,
+    PREC_CMP,
+    PREC_MUL,
     PREC_OR,
     TS_FORM_OF,
     VOCABULARY,
@@ -59,17 +62,24 @@ from .operators import (
     combine_lookback,
 )
 
+GRAMMAR_FILE = Path(__file__).with_name("grammar.lark")
+"""The DSL's syntax as a lark grammar: the spec this parser implements."""
 _ADV = re.compile(r"adv(\d+)\Z")
 _DECIMAL = re.compile(r"\d+\.\d*|\.\d+")  # a decimal window literal (floored, as in the paper)
 _ARG_NAMES = {EXPR: "x", WINDOW: "d", LEVEL: "level"}
 
-# Speed (issue 3): the parser reads token texts only, climbs precedences in one loop instead
-# of one function per level, and returns (node, depth, lookback) triples instead of keeping
-# per-node dicts; the registry facts it needs per token are precomputed here from the
-# registry. Leaves are immutable, so equal ones are shared.
-_BINARY: dict[str, tuple[int, str]] = {
-    sym: (OPERATORS[name].precedence, name) for sym, name in INFIX.items() if sym != "^"}
-"""Binary infix symbol -> (precedence, canonical name); all of them left-associative."""
+# The parser reads token texts only and returns (node, depth, lookback) triples; the
+# registry facts it needs per token are precomputed here from the table. Leaves are
+# immutable, so equal ones are shared.
+_LEVEL_OPS: dict[int, dict[str, str]] = {}
+"""Precedence level -> {infix symbol: canonical name} of its left-associative binary operators."""
+for _sym, _name in INFIX.items():
+    if _sym != "^":
+        _LEVEL_OPS.setdefault(OPERATORS[_name].precedence, {})[_sym] = _name
+_OR_OPS, _AND_OPS, _CMP_OPS, _ADD_OPS, _MUL_OPS = (
+    _LEVEL_OPS.pop(level) for level in (PREC_OR, PREC_AND, PREC_CMP, PREC_ADD, PREC_MUL))
+if _LEVEL_OPS:
+    raise RuntimeError(f"parser: infix operators at a level without a method: {_LEVEL_OPS}")
 _FIELD_LEAVES: dict[str, tuple[Field, int, int]] = {
     name: (Field(name), 1, spec.lookback) for name, spec in FIELDS.items()}
 _WINDOWS = tuple(Window(days) for days in range(MAX_WINDOW + 1))
@@ -77,24 +87,9 @@ _LEVELS = {name: Level(name) for name in set(LEVEL_NAMES.values())}
 _ARG_END = frozenset({",", ")"})
 _NAME_START, _NUM_START = NAME_START, NUM_START
 _NEG, _POWER, _WHERE, _ADV_SPEC = (OPERATORS[n] for n in ("neg", "power", "where", "adv"))
-# The infix/prefix/ternary paths take the max of the children's lookbacks inline.
+# The infix/prefix/ternary methods take the max of the children's lookbacks inline.
 if any(OPERATORS[name].lookback != LB_MAX for name in (*INFIX.values(), "neg", "where")):
     raise RuntimeError("parser: an infix operator with a lookback rule other than max")
-
-# Fast plans of the common argument shapes: (x, ..., [d]) with expression slots first and
-# at most one trailing window. spelling -> (spec, number of expression slots, has window,
-# lookback offset) where lookback = max(children) + d + offset. Everything else (levels,
-# adv, min/max with their ts form, other lookback rules) takes function_slow.
-_LB_OFFSET = {LB_MAX: 0, LB_ADD_D: 0, LB_ADD_D_MINUS_1: -1}
-_PLANS: dict[str, tuple[OpSpec, int, bool, int]] = {}
-for _name, _op in NAMES.items():
-    _spec = OPERATORS[_op]
-    _n_expr = _spec.args.count(EXPR)
-    _has_window = _spec.args[-1] == WINDOW
-    if (_op not in TS_FORM_OF and _spec.args[:_n_expr] == (EXPR,) * _n_expr and _n_expr >= 1
-            and len(_spec.args) == _n_expr + _has_window and _spec.lookback in _LB_OFFSET
-            and (_spec.lookback == LB_MAX) != _has_window):
-        _PLANS[_name] = (_spec, _n_expr, _has_window, _LB_OFFSET[_spec.lookback])
 
 Parsed = tuple[Expr, int, int]
 """(node, AST depth, lookback) of a parsed sub-expression."""
@@ -178,16 +173,8 @@ class _Parser:
         if self.nest > MAX_NESTING:
             pos = self.pos(self.i)
             raise DSLError("nesting", pos, f"formula nested deeper than {MAX_NESTING - 1} at {pos}")
-        toks = self.toks
-        if toks[self.i] != "-":  # unary() without minus signs, inline
-            cond = self.atom()
-            if toks[self.i] == "^":
-                cond = self.power_chain(cond)
-        else:
-            cond = self.unary()
-        if toks[self.i] in _BINARY:
-            cond = self.climb(cond, PREC_OR)
-        if toks[self.i] == "?":
+        cond = self.or_()
+        if self.toks[self.i] == "?":
             at = self.i
             self.i += 1
             then = self.ternary()
@@ -199,54 +186,59 @@ class _Parser:
         self.nest -= 1
         return cond
 
-    def climb(self, left: Parsed, min_prec: int) -> Parsed:
-        """Precedence climbing over || && comparisons + - * / (all left-associative).
+    def or_(self) -> Parsed:
+        """and_ ( "||" and_ )*"""
+        return self.left_assoc(self.and_, _OR_OPS)
 
-        ``left`` is the operand already parsed; binary operators of precedence at least
-        ``min_prec`` are folded into it, each right operand taking the tighter ones.
-        """
+    def and_(self) -> Parsed:
+        """cmp ( "&&" cmp )*"""
+        return self.left_assoc(self.cmp, _AND_OPS)
+
+    def cmp(self) -> Parsed:
+        """add ( ("<"|"<="|">"|">="|"=="|"!=") add )*"""
+        return self.left_assoc(self.add, _CMP_OPS)
+
+    def add(self) -> Parsed:
+        """mul ( ("+"|"-") mul )*"""
+        return self.left_assoc(self.mul, _ADD_OPS)
+
+    def mul(self) -> Parsed:
+        """unary ( ("*"|"/") unary )*"""
+        return self.left_assoc(self.unary, _MUL_OPS)
+
+    def left_assoc(self, operand: Callable[[], Parsed], ops: dict[str, str]) -> Parsed:
+        """operand ( OP operand )*, folded to the left: one binary precedence level."""
+        left = operand()
         toks = self.toks
-        binary = _BINARY
-        while True:
-            entry = binary.get(toks[self.i])
-            if entry is None or entry[0] < min_prec:
-                return left
-            prec, name = entry
+        while toks[self.i] in ops:
             at = self.i
+            name = ops[toks[at]]
             self.i = at + 1
-            if toks[self.i] != "-":  # unary() without minus signs, inline
-                right = self.atom()
-                if toks[self.i] == "^":
-                    right = self.power_chain(right)
-            else:
-                right = self.unary()
-            entry = binary.get(toks[self.i])
-            if entry is not None and entry[0] > prec:
-                right = self.climb(right, prec + 1)
-            depth = 1 + (left[1] if left[1] > right[1] else right[1])
-            lookback = left[2] if left[2] > right[2] else right[2]
-            if depth > MAX_DEPTH or lookback > MAX_LOOKBACK:
-                left = self.build(OPERATORS[name], (left[0], right[0]), depth, lookback, at)
-            else:
-                left = Call(name, (left[0], right[0])), depth, lookback
+            right = operand()
+            depth = 1 + max(left[1], right[1])
+            lookback = max(left[2], right[2])
+            left = self.build(OPERATORS[name], (left[0], right[0]), depth, lookback, at)
+        return left
 
     def unary(self) -> Parsed:
         """``-``* power; a minus directly before a plain literal folds into it."""
         toks = self.toks
         i = self.i
         if toks[i] != "-":
-            base = self.atom()
-            return base if toks[self.i] != "^" else self.power_chain(base)
+            return self.power()
         if toks[i + 1][:1] in _NUM_START and toks[i + 2] != "^":  # -2: one minus folded into a literal
             self.i = i + 2
             return Num(-self.number(i + 1)), 1, 0
         negs = self.minuses()
         node = self.folded_literal(negs)
         if node is None:
-            node = self.atom()
-            if toks[self.i] == "^":
-                node = self.power_chain(node)
+            node = self.power()
         return self.apply_negs(negs, node)
+
+    def power(self) -> Parsed:
+        """atom ( "^" unary )?"""
+        base = self.atom()
+        return base if self.toks[self.i] != "^" else self.power_chain(base)
 
     def power_chain(self, base: Parsed) -> Parsed:
         """base ( "^" unary )*, right-associative, iteratively over a ^ -b ^ c chains."""
@@ -302,10 +294,6 @@ class _Parser:
         if first in _NAME_START:
             if toks[i + 1] == "(":
                 return self.function(i)
-            if self.fields is None:
-                leaf = _FIELD_LEAVES.get(text.lower())
-                if leaf is not None:
-                    return leaf
             return self.name(i)
         if first in _NUM_START:
             node = Num(self.number(i))
@@ -367,50 +355,6 @@ class _Parser:
 
     def function(self, at: int) -> Parsed:
         """NAME "(" args ")" with the argument slots of the registry row (name token ``at``)."""
-        plan = _PLANS.get(self.toks[at].lower())
-        if plan is None:
-            return self.function_slow(at)
-        spec, n_expr, has_window, offset = plan
-        toks = self.toks
-        if toks[self.i + 1] == ")":
-            self.i += 1
-            self.arity(spec, 0)
-        self.i += 1  # "("
-        node, depth, lookback = self.ternary()
-        if n_expr == 1:
-            args = [node]
-        else:
-            args = [node]
-            for n in range(1, n_expr):
-                if toks[self.i] != ",":
-                    self.comma_error(spec, n)
-                self.i += 1
-                node, d, lb = self.ternary()
-                args.append(node)
-                if d > depth:
-                    depth = d
-                if lb > lookback:
-                    lookback = lb
-        if has_window:
-            if toks[self.i] != ",":
-                self.comma_error(spec, n_expr)
-            self.i += 1
-            days = self.window(spec)
-            args.append(_WINDOWS[days])
-            lookback += days + offset
-        i = self.i
-        if toks[i] != ")":
-            if toks[i] == ",":
-                self.arity(spec, len(spec.args) + 1)
-            self.expect(")", f"')' closing {spec.name}(")
-        self.i = i + 1
-        depth += 1
-        if depth > MAX_DEPTH or lookback > MAX_LOOKBACK:
-            return self.build(spec, tuple(args), depth, lookback, at)
-        return Call(spec.name, tuple(args)), depth, lookback
-
-    def function_slow(self, at: int) -> Parsed:
-        """:meth:`function` for every name without a fast plan, and unknown names."""
         text = self.toks[at]
         lname = text.lower()
         op = NAMES.get(lname)

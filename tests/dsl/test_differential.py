@@ -16,7 +16,6 @@ Deterministic (derandomize) and bounded; the whole file runs in well under 30 s.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import lark
 import pytest
@@ -28,10 +27,11 @@ from gymkit.dsl.analysis import depth, lookback
 from gymkit.dsl.ast import Call, Field, Level, Num, Window
 from gymkit.dsl.errors import SYNTAX_CODES
 from gymkit.dsl.operators import EXPR, FIELDS, LEVEL_NAMES, NAMES, OPERATORS, TS_FORM_OF, WINDOW
+from gymkit.dsl.parser import GRAMMAR_FILE
 
 from .strategies import exprs
 
-GRAMMAR = lark.Lark((Path(__file__).parent / "reference_grammar.lark").read_text(),
+GRAMMAR = lark.Lark(GRAMMAR_FILE.read_text(encoding="utf-8"),
                     parser="lalr", lexer="basic")
 ADV = re.compile(r"adv(\d+)\Z")
 TEXT_LIMIT_CODES = {"too_long", "tokens", "nesting"}

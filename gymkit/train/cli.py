@@ -45,6 +45,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                        "or cuda where a GPU exists")
         if name == "rl":
             q.add_argument("--probe-every", type=int, default=None)
+            q.add_argument("--lr", type=float, default=None, help="RL learning rate (default 3e-4)")
+            q.add_argument("--kl-beta", type=float, default=None, help="KL weight to the warm start "
+                           "(default 0.08)")
             q.add_argument("--floor", type=float, default=None, help="GDPO advantage floor on R1")
             q.add_argument("--no-floor", action="store_true", help="force the advantage floor off")
             q.add_argument("--ledger", default=None, help="holdout ledger file")
@@ -85,5 +88,9 @@ def run(args: argparse.Namespace) -> int:
         over["steps"] = args.steps
     if args.probe_every:
         over["probe_every"] = args.probe_every
+    if args.lr is not None:
+        over["lr"] = args.lr
+    if args.kl_beta is not None:
+        over["kl_beta"] = args.kl_beta
     run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout)
     return 0

@@ -17,6 +17,12 @@ ranking (per world)    AUC (fragile drop > robust drop) with 95% bootstrap lower
 =====================  =====================================================================
 
 A world failing its shift or ranking gate is dropped from R3 (the manifest records why).
+
+On a market with missing cells the thresholds are the same; the figures are taken on what is
+observed: the collapse figures over the present (tile, stock) latents, the unshifted-decode
+facts over the stocks with a complete bar on every train session (a world has no bar exactly
+where the train panel has none, so both panels give the same stock set), the shift statistics
+over the stocks observed on every day of a tile.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = [
     "SELECTIVITY_MAX",
     "STATIC_TO_ROBUST_MIN",
     "collapse_figures",
+    "complete_columns",
     "decode_facts",
     "decode_gate",
     "shift_gate",
@@ -67,17 +74,37 @@ DECODE_BANDS: dict[str, tuple[str, float]] = {
 }
 
 
-def collapse_figures(latents: np.ndarray) -> dict[str, float]:
-    """Min per-dimension std over windows × stocks and the effective rank of (K, N, D) latents."""
-    flat = latents.reshape(-1, latents.shape[-1])
+def collapse_figures(latents: np.ndarray, present: np.ndarray | None = None) -> dict[str, float]:
+    """Min per-dimension std over windows × stocks and the effective rank of (K, N, D) latents
+    (over the present (window, stock) rows when ``present`` (K, N) is given)."""
+    flat = latents.reshape(-1, latents.shape[-1]) if present is None else latents[present]
     lam = np.clip(np.linalg.eigvalsh(np.cov(flat, rowvar=False)), 0.0, None)
     return {"min_dim_std": float(flat.std(axis=0).min()),
             "effective_rank": float(lam.sum() ** 2 / (lam**2).sum())}
 
 
+def complete_columns(panel: Panel) -> Panel:
+    """``panel`` itself when complete, else the panel of its stocks with a complete positive
+    bar on every session (``ValueError`` when fewer than 6 have one)."""
+    ok = np.ones((panel.T, panel.N), dtype=bool)
+    for name in ("open", "high", "low", "close", "volume"):
+        a = panel.field(name)
+        with np.errstate(invalid="ignore"):
+            ok &= np.isfinite(a) & (a > 0)
+    if ok.all():
+        return panel
+    sel = np.flatnonzero(ok.all(axis=0))
+    if sel.size < 6:
+        raise ValueError(f"the decode gate needs 6 stocks with a complete train history, got {sel.size}")
+    return Panel(panel.dates, [panel.tickers[j] for j in sel],
+                 *(panel.field(n)[:, sel] for n in ("open", "high", "low", "close", "volume")))
+
+
 def decode_facts(panel: Panel) -> dict[str, float]:
-    """The :data:`DECODE_BANDS` facts of a complete panel (stylised facts + r autocorrelation,
-    mean and spread (std) of the pairwise correlations of daily log returns)."""
+    """The :data:`DECODE_BANDS` facts of a panel (stylised facts + r autocorrelation, mean and
+    spread (std) of the pairwise correlations of daily log returns), over its stocks with a
+    complete history (:func:`complete_columns`)."""
+    panel = complete_columns(panel)
     f = stylized_facts(panel)
     r = np.diff(np.log(panel.close), axis=0)
     c = np.corrcoef(r, rowvar=False)

@@ -9,6 +9,12 @@ stock's train range — so the decoder's regression error (it shrinks betas and 
 their means) does not flatten the world, and the unshifted decode is the tile's parameters
 with bootstrapped shocks.  World ``i`` of the table uses
 bootstrap seed ``seed + i``; the same seed, checkpoint and data give byte-identical files.
+
+A market with missing cells: a stock's latent in a window where it is not present is replaced
+by its mean latent over the windows where it is (so absent stocks add nothing to a shift
+direction), the decoded change of an absent stock-tile is the tile's mean change over the
+present stocks, parameters are clipped to the range of the stock's present tiles, and world
+statistics use the stocks observed on every day of a tile (:func:`.shifts.window_statistics`).
 """
 
 from __future__ import annotations
@@ -24,15 +30,15 @@ from .decoder import (
     bootstrap_days,
     params_to_world,
     synthesize,
+    tile_params,
     tile_starts,
     to_market_arrays,
-    true_params,
 )
 from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics
-from .training import TrainingData, encode
+from .training import TrainingData, encode, present_of
 
-__all__ = ["ALPHAS", "WORLD_TABLE", "WorldSpec", "fit_shifts", "make_world", "shift_response",
-           "stat_spreads", "tile_latents"]
+__all__ = ["ALPHAS", "WORLD_TABLE", "WorldSpec", "fit_shifts", "impute_absent", "make_world",
+           "shift_response", "stat_spreads", "tile_latents"]
 
 #: Shift sizes of the shift gate, in units of the train-window spread.
 ALPHAS: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -68,7 +74,19 @@ def fit_shifts(model, data: TrainingData) -> ShiftDirections:
     w = model.config.window
     starts = np.arange(0, data.n_days - w + 1, _SHIFT_STRIDE, dtype=np.int64)
     stats = window_statistics(_returns_windows(data, starts, w))
-    return ShiftDirections.fit(encode(model, data, starts), stats, SHIFT_ORDER)
+    z = impute_absent(encode(model, data, starts), present_of(data, starts, w))
+    return ShiftDirections.fit(z, stats, SHIFT_ORDER)
+
+
+def impute_absent(latents: np.ndarray, present: np.ndarray | None) -> np.ndarray:
+    """(K, N, D) latents with each absent (window, stock) entry replaced by the stock's mean
+    latent over its present windows (0 for a stock present in none); unchanged when complete."""
+    if present is None:
+        return latents
+    w = present[..., None]
+    cnt = present.sum(axis=0)[:, None]
+    mean = np.where(w, latents, 0.0).sum(axis=0) / np.maximum(cnt, 1)
+    return np.where(w, latents, mean[None])
 
 
 def stat_spreads(data: TrainingData, w: int) -> dict[str, float]:
@@ -88,9 +106,14 @@ def make_world(model, decoder, shifts: ShiftDirections, data: TrainingData, pool
     """One world's exact-cent arrays (``channel=None``: the unshifted decode; module doc)."""
     w = model.config.window
     lo, hi = param_range(data, w)
-    p = true_params(data.arrays, w, data.scales)
+    p, present = tile_params(data.arrays, w, data.scales)
     if channel is not None:  # abduction (the tile's own parameters) + action (the decoded change)
-        p = p + decoder(shift(latents, shifts, channel, alpha)) - decoder(latents)
+        change = decoder(shift(latents, shifts, channel, alpha), present) - decoder(latents, present)
+        if present is not None:  # an absent stock-tile follows the tile's mean change
+            pw = present[..., None]
+            mean = np.where(pw, change, 0.0).sum(axis=1) / np.maximum(present.sum(axis=1), 1)[:, None]
+            change = np.where(pw, change, mean[:, None, :])
+        p = p + change
     wp = params_to_world(np.clip(p, lo, hi), data.scales)
     world = synthesize(data.arrays, pool, wp, model.config.window, src)
     return to_market_arrays(world, data.panel)
@@ -100,16 +123,30 @@ def param_range(data: TrainingData, w: int) -> tuple[np.ndarray, np.ndarray]:
     """Per stock and parameter, the min and max over the train tiles (N, 5) each: decoded
     parameters are clipped to them, so a shifted world never asks the bootstrap for a drift,
     beta or vol the stock never had in a train window (no extrapolation off the manifold)."""
-    p = true_params(data.arrays, w, data.scales)
-    return p.min(axis=0), p.max(axis=0)
+    p, present = tile_params(data.arrays, w, data.scales)
+    if present is None:
+        return p.min(axis=0), p.max(axis=0)
+    pw = present[..., None]
+    lo = np.where(pw, p, np.inf).min(axis=0)
+    hi = np.where(pw, p, -np.inf).max(axis=0)
+    none = ~present.any(axis=0)
+    lo[none], hi[none] = p[:, none].min(axis=0), p[:, none].max(axis=0)
+    return lo, hi
 
 
 def world_statistics(arrays: MarketArrays, w: int) -> dict[str, float]:
-    """Mean over the tiles of each channel statistic of a world's daily log returns."""
-    r = np.diff(np.log(arrays.close_c.astype(np.float64)), axis=0)
+    """Mean over the tiles of each channel statistic of a world's daily log returns (a cell
+    of 0 cents has no bar; tiles without statistics are left out of the mean)."""
+    c = arrays.close_c.astype(np.float64)
+    if (arrays.close_c > 0).all():
+        r = np.diff(np.log(c), axis=0)
+    else:
+        r = np.diff(np.log(np.where(arrays.close_c > 0, c, np.nan)), axis=0)
     starts = tile_starts(r.shape[0], w)
     stats = window_statistics(r[starts[:, None] + np.arange(w)[None, :]])
-    return {k: float(v.mean()) for k, v in stats.items()}
+    if np.isfinite(r).all():
+        return {k: float(v.mean()) for k, v in stats.items()}
+    return {k: float(np.nanmean(v)) for k, v in stats.items()}
 
 
 def shift_response(model, decoder, shifts: ShiftDirections, data: TrainingData, pool: ResidualPool,

@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn import functional as F
 
 __all__ = ["JEPA", "AnchoredPredictor", "Encoder", "GeometryHead", "JEPAConfig", "ParamDecoder", "Predictor", "jepa_loss",
-           "make_masks"]
+           "make_masks", "stock_mean"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,15 @@ class JEPAConfig:
         return asdict(self)
 
 
+def stock_mean(z: torch.Tensor, present: torch.Tensor | None) -> torch.Tensor:
+    """(B, 1, D) mean over stocks of (B, N, D) ``z``; over the present stocks only when
+    ``present`` (B, N) bool is given."""
+    if present is None:
+        return z.mean(dim=1, keepdim=True)
+    w = present.to(z.dtype).unsqueeze(-1)
+    return (z * w).sum(dim=1, keepdim=True) / w.sum(dim=1, keepdim=True).clamp_min(1.0)
+
+
 class Encoder(nn.Module):
     """Window (B, N, C, W) → one latent per stock (B, N, D) (module doc)."""
 
@@ -99,12 +108,16 @@ class Encoder(nn.Module):
                                 nn.Linear(2 * c.hidden, c.hidden))
         self.out = nn.Linear(c.hidden, c.latent)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
+        """``present`` (B, N) bool: stocks absent from a window are not attended to."""
         b, n, ch, w = x.shape
         h = self.conv(x.reshape(b * n, ch, w))
         h = self.proj(torch.cat([h.mean(-1), h.amax(-1)], dim=-1)).reshape(b, n, -1)
         a = self.norm1(h)
-        h = h + self.attn(a, a, a, need_weights=False)[0]
+        if present is None:
+            h = h + self.attn(a, a, a, need_weights=False)[0]
+        else:
+            h = h + self.attn(a, a, a, key_padding_mask=~present, need_weights=False)[0]
         h = h + self.ff(self.norm2(h))
         return self.out(h)
 
@@ -126,8 +139,8 @@ class Predictor(nn.Module):
         nn.init.zeros_(self.net[-1].weight)
         nn.init.zeros_(self.net[-1].bias)
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        ctx = z.mean(dim=1, keepdim=True).expand_as(z)
+    def forward(self, z: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
+        ctx = stock_mean(z, present).expand_as(z)
         return F.layer_norm(z, (self.latent,)) + self.net(torch.cat([z, ctx], dim=-1))
 
 
@@ -157,13 +170,22 @@ class AnchoredPredictor(nn.Module):
                                  nn.Linear(h, c.latent))
 
     @torch.no_grad()
-    def update_anchor(self, target: torch.Tensor) -> None:
-        """anchor ← m·anchor + (1 − m)·(batch mean of the (B, N, D) layer-normed targets)."""
-        self.anchor.mul_(self.momentum).add_(target.mean(dim=0), alpha=1.0 - self.momentum)
+    def update_anchor(self, target: torch.Tensor, present: torch.Tensor | None = None) -> None:
+        """anchor ← m·anchor + (1 − m)·(batch mean of the (B, N, D) layer-normed targets);
+        with ``present`` (B, N) the mean is over each stock's present windows, and a stock
+        absent from the whole batch keeps its anchor."""
+        if present is None:
+            self.anchor.mul_(self.momentum).add_(target.mean(dim=0), alpha=1.0 - self.momentum)
+            return
+        w = present.to(target.dtype).unsqueeze(-1)
+        cnt = w.sum(dim=0)  # (N, 1)
+        mean = (target * w).sum(dim=0) / cnt.clamp_min(1.0)
+        new = self.momentum * self.anchor + (1.0 - self.momentum) * mean
+        self.anchor.copy_(torch.where(cnt > 0, new, self.anchor))
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
+    def forward(self, z: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
         base = F.layer_norm(z, (self.latent,))
-        ctx = base.mean(dim=1, keepdim=True).expand_as(base)
+        ctx = stock_mean(base, present).expand_as(base)
         pull = torch.sigmoid(self.rate) * (self.anchor - base)
         return base + pull + self.gate * self.net(torch.cat([base, ctx], dim=-1))
 
@@ -176,8 +198,14 @@ class GeometryHead(nn.Module):
         self.net = nn.Sequential(nn.Linear(2 * c.latent, c.hidden), nn.GELU(),
                                  nn.Linear(c.hidden, c.n_geometry))
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([z.mean(dim=1), z.std(dim=1)], dim=-1))
+    def forward(self, z: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
+        if present is None:
+            return self.net(torch.cat([z.mean(dim=1), z.std(dim=1)], dim=-1))
+        w = present.to(z.dtype).unsqueeze(-1)
+        n = w.sum(dim=1)
+        mean = (z * w).sum(dim=1) / n.clamp_min(1.0)
+        var = (((z - mean.unsqueeze(1)) ** 2) * w).sum(dim=1) / (n - 1.0).clamp_min(1.0)
+        return self.net(torch.cat([mean, var.sqrt()], dim=-1))
 
 
 class ParamDecoder(nn.Module):
@@ -189,8 +217,8 @@ class ParamDecoder(nn.Module):
                                  nn.Linear(c.hidden, c.hidden), nn.GELU(),
                                  nn.Linear(c.hidden, n_params))
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        ctx = z.mean(dim=1, keepdim=True).expand_as(z)
+    def forward(self, z: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
+        ctx = stock_mean(z, present).expand_as(z)
         return self.net(torch.cat([z, ctx], dim=-1))
 
 
@@ -218,9 +246,9 @@ class JEPA(nn.Module):
             t.mul_(momentum).add_(s.detach(), alpha=1.0 - momentum)
 
     @torch.no_grad()
-    def encode(self, x: torch.Tensor) -> torch.Tensor:
+    def encode(self, x: torch.Tensor, present: torch.Tensor | None = None) -> torch.Tensor:
         """Frozen latents of unmasked windows (the target encoder, used by decoder and shifts)."""
-        return self.target(x)
+        return self.target(x, present)
 
 
 def ema_momentum(step: int, total: int, c: JEPAConfig) -> float:
@@ -256,12 +284,17 @@ def apply_mask(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return np.concatenate([np.where(m, 0.0, x).astype(np.float32), m.astype(np.float32)], axis=2)
 
 
-def variance_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def variance_covariance(z: torch.Tensor, present: torch.Tensor | None = None,
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
     """VICReg-style hinge terms on (B, N, D) latents: rows = batch × stocks, and across windows.
 
     variance = mean over dims of relu(1 − std) over all rows, plus the same for the spread
     across windows of each stock (mean over stocks); covariance = Σ off-diagonal cov² / D.
+    With ``present`` (B, N) only present rows count (the across-window term over the stocks
+    present in at least two windows of the batch).
     """
+    if present is not None:
+        return _masked_variance_covariance(z, present)
     b, n, d = z.shape
     flat = z.reshape(b * n, d)
     flat = flat - flat.mean(dim=0)
@@ -275,33 +308,69 @@ def variance_covariance(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return var, (off**2).sum() / d
 
 
+def _masked_variance_covariance(z: torch.Tensor, present: torch.Tensor,
+                                ) -> tuple[torch.Tensor, torch.Tensor]:
+    d = z.shape[-1]
+    flat = z[present]  # (R, D)
+    flat = flat - flat.mean(dim=0)
+    std = torch.sqrt(flat.var(dim=0) + 1e-4)
+    var = F.relu(1.0 - std).mean()
+    w = present.to(z.dtype).unsqueeze(-1)  # (B, N, 1)
+    cnt = w.sum(dim=0)  # (N, 1)
+    keep = cnt[:, 0] >= 2
+    if keep.any():
+        mean = (z * w).sum(dim=0) / cnt.clamp_min(1.0)
+        v = (((z - mean) ** 2) * w).sum(dim=0) / (cnt - 1.0).clamp_min(1.0)
+        var = var + F.relu(1.0 - torch.sqrt(v[keep] + 1e-4)).mean()
+    cov = flat.T @ flat / (flat.shape[0] - 1)
+    off = cov - torch.diag(torch.diag(cov))
+    return var, (off**2).sum() / d
+
+
+def _masked_smooth_l1(a: torch.Tensor, b: torch.Tensor, present: torch.Tensor | None) -> torch.Tensor:
+    if present is None:
+        return F.smooth_l1_loss(a, b)
+    e = F.smooth_l1_loss(a, b, reduction="none").mean(dim=-1)  # (B, N)
+    w = present.to(e.dtype)
+    return (e * w).sum() / w.sum().clamp_min(1.0)
+
+
 def jepa_loss(model: JEPA, x_ctx: torch.Tensor, x_next: torch.Tensor, geom_next: torch.Tensor,
-              x_full: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+              x_full: torch.Tensor | None = None, present: tuple[torch.Tensor, torch.Tensor] | None = None,
+              ) -> tuple[torch.Tensor, dict[str, float]]:
     """Total loss and its parts for one batch (module doc).
 
     ``x_full``: the unmasked context window; with ``self_weight`` > 0 the masked context's
     layer-normed latent must also match the target encoder's latent of the full window (the
     I-JEPA masked-prediction term), which keeps the online encoder on the target's latent —
     the predictor's persistence base — instead of drifting away from it.
+
+    ``present``: (context, next) (B, N) bool presence of each stock in the two windows of a
+    market with missing cells (:func:`gymkit.jepa.features.window_present`): absent stocks
+    are not attended to, not pooled, and every loss term averages over the stocks present in
+    both windows only.
     """
     c = model.config
-    z = model.encoder(x_ctx)
-    pred = model.predictor(z)
+    p_ctx, p_next = (None, None) if present is None else present
+    both = None if present is None else p_ctx & p_next
+    z = model.encoder(x_ctx, p_ctx)
+    pred = model.predictor(z, p_ctx)
     frozen = c.predictor_input == "frozen" and x_full is not None
     with torch.no_grad():
-        tgt = F.layer_norm(model.target(x_next), (c.latent,))
-        cur = model.target(x_full) if (frozen or c.self_weight > 0) and x_full is not None else None
-    l_pred = F.smooth_l1_loss(pred, tgt)
+        tgt = F.layer_norm(model.target(x_next, p_next), (c.latent,))
+        cur = (model.target(x_full, p_ctx) if (frozen or c.self_weight > 0) and x_full is not None
+               else None)
+    l_pred = _masked_smooth_l1(pred, tgt, both)
     if frozen:  # the predictor also learns on the frozen latent it reads at inference
-        l_pred = 0.5 * (l_pred + F.smooth_l1_loss(model.predictor(cur), tgt))
+        l_pred = 0.5 * (l_pred + _masked_smooth_l1(model.predictor(cur, p_ctx), tgt, both))
     if isinstance(model.predictor, AnchoredPredictor):
-        model.predictor.update_anchor(tgt)
-    var, cov = variance_covariance(z)
-    l_aux = F.mse_loss(model.geometry(pred), geom_next)
+        model.predictor.update_anchor(tgt, both)
+    var, cov = variance_covariance(z, both)
+    l_aux = F.mse_loss(model.geometry(pred, both), geom_next)
     total = l_pred + c.var_weight * var + c.cov_weight * cov + c.aux_weight * l_aux
     parts = {"total": total, "pred": l_pred, "var": var, "cov": cov, "aux": l_aux}
     if c.self_weight > 0 and cur is not None:
-        l_self = F.smooth_l1_loss(F.layer_norm(z, (c.latent,)), F.layer_norm(cur, (c.latent,)))
+        l_self = _masked_smooth_l1(F.layer_norm(z, (c.latent,)), F.layer_norm(cur, (c.latent,)), both)
         total = total + c.self_weight * l_self
         parts["self"] = l_self
     if c.gate_weight > 0 and isinstance(model.predictor, AnchoredPredictor):

@@ -27,7 +27,9 @@ slice (the last :data:`VALIDATION_DAYS` judged days; the holdout is never read):
   market costs leave few such books with a positive CPCV, so fragile books are not
   required to score above 0.
 
-Candidates that are invalid (turnover floor, degenerate) or meet neither rule are left out.
+Candidates that are invalid (turnover floor, degenerate), cannot be evaluated on the panel
+(a user market without sector or industry: ``group_unavailable``) or meet neither rule are
+left out.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from gymkit.data.panel import Panel
 from gymkit.data.splits import Split
 from gymkit.dsl import parse
 from gymkit.dsl.cache import EvalCache
+from gymkit.dsl.errors import DSLError
 from gymkit.dsl.evaluator import evaluate
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.metrics import _sharpe
@@ -138,7 +141,10 @@ def label_formulas(panel: Panel, split: Split, costs: object, cv: CPCV, burn_in:
     out = []
     for family, forms in candidates(seed).items():
         for f in forms:
-            bt = _score(f, panel, split, costs, cv, burn_in, cache)
+            try:
+                bt = _score(f, panel, split, costs, cv, burn_in, cache)
+            except DSLError:  # e.g. a group level the user's market does not have
+                continue
             if family != "honest" and bt.cpcv.score < 0:  # tune the sign on the scored history
                 f = f"-{f}"
                 bt = _score(f, panel, split, costs, cv, burn_in, cache)

@@ -22,16 +22,19 @@ def global_gate_figures(ck, data, pool, latents: np.ndarray, seed: int, panel) -
     """The manifest's ``global_gates`` of checkpoint ``ck`` on train ``panel``: collapse,
     prediction (late-train pairs) and the unshifted decode (bootstrap seed ``seed - 1``)."""
     from . import gates
-    from .decoder import bootstrap_days
+    from .decoder import bootstrap_days, tile_starts
     from .generate import make_world
-    from .training import prediction_losses
+    from .training import prediction_losses, present_of
+    from .worlds import world_panel
 
     vp, vb = prediction_losses(ck.model, data, data.val_starts)
     base = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents, None, 0.0,
                       bootstrap_days(pool.n_days, np.random.default_rng(seed - 1)))
-    return {"collapse": gates.collapse_figures(latents),
+    w = ck.model.config.window
+    present = present_of(data, tile_starts(data.n_days, w), w)
+    return {"collapse": gates.collapse_figures(latents, present),
             "prediction": {"val_pred": vp, "val_persist": vb, "ratio": vp / vb},
-            "decode": gates.decode_gate(base.to_panel(), panel)}
+            "decode": gates.decode_gate(world_panel(base), panel)}
 
 
 def recompute(manifest_path: str | Path, panel=None) -> dict:

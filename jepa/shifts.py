@@ -35,7 +35,13 @@ SHIFT_ORDER: tuple[str, ...] = ("volatility", "correlation", "trend", "dispersio
 
 
 def window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
-    """The four channel statistics (module doc) of (K, W, N) return windows, each (K,)."""
+    """The four channel statistics (module doc) of (K, W, N) return windows, each (K,).
+
+    With NaN (a market with missing cells) each window's statistics are those of the stocks
+    with a return on every day of that window (windows with the same stock set in one batch).
+    """
+    if not np.isfinite(r).all():
+        return _masked_window_statistics(r)
     w = r.shape[1]
     sd = r.std(axis=1, ddof=1)  # (K, N)
     cum = r.sum(axis=1)
@@ -46,6 +52,22 @@ def window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
         "trend": cum.mean(axis=1),
         "dispersion": cum.std(axis=1) / (med * np.sqrt(w)),
     }
+
+
+def _masked_window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
+    cols = np.isfinite(r).all(axis=1)  # (K, N)
+    out = {k: np.full(r.shape[0], np.nan) for k in SHIFT_ORDER}
+    groups: dict[bytes, list[int]] = {}
+    for k in range(r.shape[0]):
+        groups.setdefault(np.packbits(cols[k]).tobytes(), []).append(k)
+    for ks in groups.values():
+        sel = np.flatnonzero(cols[ks[0]])
+        if sel.size < 6:  # the correlation geometry needs 6 stocks: the window has no statistics
+            continue
+        st = window_statistics(r[ks][:, :, sel])
+        for name, v in st.items():
+            out[name][ks] = v
+    return out
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,8 @@ class ShiftDirections:
         raw = []
         for name in order:
             s = stats[name]
+            if not np.isfinite(s).all():
+                raise ValueError(f"shift statistic {name!r} is not defined on every train window")
             lo, hi = np.quantile(s, [1 / 3, 2 / 3])
             raw.append(flat[s >= hi].mean(axis=0) - flat[s <= lo].mean(axis=0))
         raw_a = np.array(raw)

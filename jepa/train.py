@@ -7,7 +7,8 @@
   figure and the dropped worlds' reasons.
 
 Both read the train window of the embedded default market by default (``--market PATH``
-for a panel file, cut at the default split's train end).  Scoring never runs this module.
+for a panel file, cut by the split rule of ``gymkit.make``; its missing cells are handled
+as :mod:`.features` says).  Scoring never runs this module.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ __all__ = ["build_worlds", "configure", "run", "train_checkpoint"]
 
 SHIPPED_CHECKPOINT = "us46_jepa.npz"
 WORLD_SEED = 20250821
+#: ``gymkit jepa train --short``: the seconds-long configuration of the tests.
+SHORT_CONFIG = {"epochs": 1, "stride": 97, "batch": 8}
+SHORT_DECODER_STEPS = 20
 
 
 def _train_panel(path: str | None, split: Split | None = None) -> Panel:
@@ -44,10 +48,12 @@ def _train_panel(path: str | None, split: Split | None = None) -> Panel:
     return _user_train(load_panel(path))[0]
 
 
-def _user_train(panel: Panel) -> tuple[Panel, Split]:
+def _user_train(panel: Panel, split: dict[str, str] | None = None) -> tuple[Panel, Split]:
+    """(train window, split) of a user's ``panel`` under the split rule of ``gymkit.make``
+    (``split``: a partial split as ``--split`` gives it; default: the derived one)."""
     from gymkit.config import EnvConfig, split_for_market
 
-    cfg, _ = split_for_market(EnvConfig(market="user"), panel.dates)
+    cfg, _ = split_for_market(EnvConfig(market="user"), panel.dates, split)
     return cfg.split_obj.train(panel), cfg.split_obj
 
 
@@ -92,11 +98,13 @@ def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int 
 
 
 def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, seed: int = WORLD_SEED,
-                 prefix: str = "us46", ranking: bool = True, log=sys.stderr) -> dict:
+                 prefix: str = "us46", ranking: bool = True, split: Split | None = None,
+                 log=sys.stderr) -> dict:
     """Decode, gate and save the stress worlds of ``checkpoint`` for train panel ``panel``.
 
-    Writes ``<prefix>_world_<name>.npz`` for each kept world and ``<prefix>_worlds.json``
-    (manifest, every gate figure); returns the manifest.
+    ``split``: the split the ranking gate's formulas are scored under (default: the default
+    market's; a user market passes its own).  Writes ``<prefix>_world_<name>.npz`` for each
+    kept world and ``<prefix>_worlds.json`` (manifest, every gate figure); returns the manifest.
     """
 
     from gymkit.data.default import save_market
@@ -112,8 +120,9 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     from .ranking import auc_with_bootstrap, label_formulas
     from .recheck import global_gate_figures
     from .training import prepare
-    from .worlds import file_sha256, world_score
+    from .worlds import file_sha256, world_panel, world_score
 
+    split = DEFAULT_SPLIT if split is None else split
     portable.enter()
     ck = load_checkpoint(checkpoint)
     if ck.meta["data_fingerprint"] != panel.fingerprint:
@@ -129,7 +138,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     print("jepa worlds: global gates done", file=log, flush=True)
 
     costs, cv = TrainCosts(), CPCV()
-    labelled = label_formulas(panel, DEFAULT_SPLIT, costs, cv, BURN_IN) if ranking else []
+    labelled = label_formulas(panel, split, costs, cv, BURN_IN) if ranking else []
     from gymkit.dsl import parse
 
     base_scores = np.array([x.cpcv for x in labelled])
@@ -138,7 +147,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     for i, spec in enumerate(WORLD_TABLE):
         src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i))
         arrays = make_world(model, dec, shifts, data, pool, latents, spec.channel, spec.alpha, src)
-        wp = arrays.to_panel()
+        wp = world_panel(arrays)
         response = shift_response(model, dec, shifts, data, pool, latents, spec.channel, seed + 100)
         sg = gates.shift_gate(response, spec.channel)
         entry: dict = {"name": spec.name, "channel": spec.channel, "alpha": spec.alpha,
@@ -147,7 +156,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
                        "summary": {"world": world_statistics(arrays, w), "base": base_stats,
                                    "facts": gates.decode_facts(wp)}}
         if labelled:
-            ws = np.array([world_score(parse(x.formula), wp, DEFAULT_SPLIT, costs, cv, BURN_IN, None)
+            ws = np.array([world_score(parse(x.formula), wp, split, costs, cv, BURN_IN, None)
                            for x in labelled])
             entry["drops"] = np.maximum(0.0, base_scores - ws).tolist()
         worlds_out.append((entry, arrays))
@@ -209,7 +218,8 @@ def _json_default(o: object) -> object:
 def _arrays_of(panel: Panel):
     from gymkit.data.default import MarketArrays
 
-    c = np.rint(panel.close * 100).astype(np.int64)
+    ok = np.isfinite(panel.close)
+    c = np.where(ok, np.rint(np.where(ok, panel.close, 0.0) * 100), 0).astype(np.int64)
     return MarketArrays(panel.dates, panel.tickers, (), (), c, c, c, c, c, c)
 
 
@@ -234,7 +244,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("train", "worlds", "check"),
                    help="train the JEPA, build its worlds, or check that the shipped manifest's "
                         "figures and worlds regenerate bit for bit")
-    p.add_argument("--market", default=None, help="panel file (default: the embedded market)")
+    from gymkit.market_args import add_market_args
+
+    p.add_argument("--market", default=None, help="panel file (default: the embedded market); "
+                   "only its train window is read, missing cells allowed")
+    add_market_args(p, market=False)
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint to write (train) or read (worlds) (default: the shipped one; "
                         "with --market, the market's user cache folder)")
@@ -242,6 +256,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                                                f"package's {Path(__file__).resolve().parent.name}/; with --market, "
                                                "the market's user cache folder)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default: config)")
+    p.add_argument("--short", action="store_true",
+                   help="train: the seconds-long test configuration (1 epoch, pairs every 97 days, "
+                        "batch 8, 20 decoder steps); its model gates are not expected to pass")
     p.add_argument("--seed", type=int, default=None, help="training seed / world seed")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -251,10 +268,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 def _argv_of(args: argparse.Namespace) -> list[str]:
     """The ``gymkit jepa`` command line that :func:`configure` parses into ``args``."""
     argv = ["jepa", args.action, "--threads", str(args.threads), "--device", args.device]
+    argv += ["--short"] if getattr(args, "short", False) else []
     for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed),
                         ("--checkpoint", args.checkpoint), ("--out", args.out)):
         if value is not None:
             argv += [flag, str(value)]
+    for flag, value in (("--columns", args.columns), ("--split", args.split)):
+        if value is not None:
+            argv += [flag, str(value)]
+    argv += [flag for flag, on in (("--lenient", args.lenient), ("--adjust", args.adjust)) if on]
     return argv + (["--quiet"] if args.quiet else [])
 
 
@@ -284,10 +306,10 @@ def run(args: argparse.Namespace) -> int:
         args.checkpoint = args.checkpoint or str(SHIPPED_DIR / SHIPPED_CHECKPOINT)
         args.out = args.out or str(SHIPPED_DIR)
     else:  # a user's market: its train window, written to its own cache folder
-        from gymkit.data import load_panel
+        from gymkit.market_args import parse_split, read_market
         from gymkit.worlds_cache import CHECKPOINT_NAME, MANIFEST_NAME, worlds_dir
 
-        panel, split = _user_train(load_panel(args.market))
+        panel, split = _user_train(read_market(args), parse_split(args.split))
         home = worlds_dir(panel, split)
         home.mkdir(parents=True, exist_ok=True)
         args.checkpoint = args.checkpoint or str(home / CHECKPOINT_NAME)
@@ -297,15 +319,25 @@ def run(args: argparse.Namespace) -> int:
         return _check(Path(args.out) / f"{prefix}_worlds.json", panel)
     if args.action == "train":
         t0 = time.perf_counter()
+        extra = {}
+        if args.short:
+            import dataclasses
+
+            from .model import JEPAConfig
+
+            extra = {"config": dataclasses.replace(JEPAConfig(), **SHORT_CONFIG),
+                     "decoder_steps": SHORT_DECODER_STEPS}
         meta = train_checkpoint(panel, args.checkpoint, epochs=args.epochs, seed=args.seed,
-                                threads=args.threads, device=args.device, progress=not args.quiet)
+                                threads=args.threads, device=args.device, progress=not args.quiet,
+                                **extra)
         last = meta["history"][-1]
         print(f"checkpoint {args.checkpoint}: {meta['n_trainable']} parameters, "
               f"{time.perf_counter() - t0:.0f}s ({meta['seconds']}), val {last['val_pred']:.4f} vs persistence "
               f"{last['val_persist']:.4f}, weights sha256 {meta['weights_sha256'][:16]}")
         return 0
     man = build_worlds(args.checkpoint, panel, args.out,
-                       seed=WORLD_SEED if args.seed is None else args.seed, prefix=prefix)
+                       seed=WORLD_SEED if args.seed is None else args.seed, prefix=prefix,
+                       split=None if args.market is None else split)
     for wd in man["worlds"]:
         status = "kept" if wd["kept"] else "DROPPED (" + "; ".join(wd["dropped_because"]) + ")"
         print(f"world {wd['name']:12s} {status}")

@@ -8,7 +8,9 @@ sha256, panel fingerprint, gate figures and whether it was kept; only kept world
 
 :func:`load_stress_worlds` returns the kept worlds of a manifest after checking that they were
 generated from the very train panel the environment scores on (data fingerprint) and that
-every file's sha256 matches.  :func:`world_score` re-scores a formula in one world with the
+every file's sha256 matches.  A world of a market with missing cells stores 0 in every field
+of a cell without a bar (exactly the train panel's cells without a complete bar);
+:func:`world_panel` reads those cells back as NaN.  :func:`world_score` re-scores a formula in one world with the
 environment's costs and CPCV (the evaluator cache is keyed by panel fingerprint, so
 sub-expressions are reused per world).
 """
@@ -32,7 +34,7 @@ from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.oracle import backtest
 
 __all__ = ["SHIPPED_DIR", "SHIPPED_MANIFEST", "StressWorld", "file_sha256", "load_stress_worlds",
-           "read_manifest", "world_score"]
+           "read_manifest", "world_panel", "world_score"]
 
 #: Where the shipped checkpoint, worlds and manifest live (package data of gymkit.jepa).
 SHIPPED_DIR: Path = Path(__file__).resolve().parent
@@ -53,6 +55,19 @@ class StressWorld:
 def file_sha256(path: str | Path) -> str:
     """sha256 hex digest of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def world_panel(arrays) -> Panel:
+    """The float :class:`Panel` of a world's integer arrays: ``arrays.to_panel()``, with NaN in
+    every field of a cell stored as 0 cents (no bar; module doc)."""
+    panel = arrays.to_panel()
+    gone = arrays.close_c <= 0
+    if not gone.any():
+        return panel
+    nan = {n: np.where(gone, np.nan, getattr(panel, n)) for n in ("open", "high", "low", "close", "volume")}
+    if panel.cap is not None:
+        nan["cap"] = np.where(gone, np.nan, panel.cap)
+    return panel.replace(**nan)
 
 
 def read_manifest(spec: str | Path) -> tuple[dict, Path]:
@@ -84,8 +99,7 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
             raise FileNotFoundError(f"stress world file missing: {path}")
         if file_sha256(path) != w["sha256"]:
             raise ValueError(f"stress world file {path.name} does not match its manifest sha256")
-        arrays = load_market(path)
-        panel = arrays.to_panel()
+        panel = world_panel(load_market(path))
         if not (np.array_equal(panel.dates, train.dates) and panel.tickers == train.tickers):
             raise ValueError(f"stress world {w['name']} does not cover the train panel's "
                              "dates and tickers")

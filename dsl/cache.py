@@ -66,6 +66,13 @@ class EvalCache:
                 self._bytes -= int(evicted.nbytes)
             return value
 
+    def reserve(self, nbytes: int) -> None:
+        """Raise ``max_bytes`` to at least ``nbytes`` (never lowers it, evicts nothing)."""
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"EvalCache.reserve: nbytes must be an int >= 0, got {nbytes!r}")
+        with self._lock:
+            self.max_bytes = max(self.max_bytes, nbytes)
+
     def clear(self) -> None:
         """Drop every entry and reset the hit/miss counters."""
         with self._lock:

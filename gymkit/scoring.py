@@ -11,7 +11,10 @@
    physically without holdout rows — and backtest it in ``mode='train'`` with the
    environment's costs and CPCV.
    **Stress** (:func:`run_stress`, only with stress worlds): the same formula re-scored in
-   each JEPA stress world with the same costs and CPCV; R3 reads the mean drop.
+   each JEPA stress world with the same costs and CPCV on the CPCV-only path
+   (:func:`world_score`: no IC, metrics or factor regression per world); R3 reads the mean
+   drop.  World scores are memoised per setup (:class:`StressMemo`), so a re-scored
+   formula costs no stress work.
 3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward` from the channel table:
    banded so that every invalid answer scores below every valid one).  The channel table of
    :mod:`gymkit.verifiers.channels`.  Validity is decided before layer 3 runs and nothing in
@@ -24,7 +27,9 @@ answer through the layers with its per-phase timings.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -48,7 +53,7 @@ from gymkit.dsl.ast import Call, Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
 from gymkit.dsl.operators import FIELDS, LEVELS
-from gymkit.jepa.worlds import StressWorld, world_score
+from gymkit.jepa.worlds import StressWorld
 from gymkit.verifiers.archive import NoveltyArchive
 from gymkit.verifiers.channels import (
     AnswerFacts,
@@ -57,13 +62,14 @@ from gymkit.verifiers.channels import (
     scalar_reward,
 )
 from gymkit.verifiers.cpcv import CPCV
-from gymkit.verifiers.oracle import BacktestResult, backtest
+from gymkit.verifiers.oracle import BacktestResult, backtest, backtest_cpcv
 
 from .card import CardError
 
 __all__ = [
     "AnswerState",
     "ScoringSetup",
+    "StressMemo",
     "book_input",
     "facts_of",
     "gate_book",
@@ -74,7 +80,59 @@ __all__ = [
     "run_stress",
     "scalar_reward",
     "score_answers",
+    "world_score",
 ]
+
+
+class StressMemo:
+    """Bounded LRU map (formula key, world fingerprint) -> the world's CPCV score (a float).
+
+    Keys are :func:`~gymkit.dsl.canonical_key` of the book input (bit-identical values by
+    that key's contract) and the world panel's fingerprint; one memo belongs to one
+    :class:`ScoringSetup` (fixed split, costs, CPCV and burn-in), so a hit equals a
+    recomputation.  ``max_entries`` >= 0 bounds it (0 stores nothing).  Thread-safe.
+    """
+
+    def __init__(self, max_entries: int = 65536) -> None:
+        if not isinstance(max_entries, int) or max_entries < 0:
+            raise ValueError(f"StressMemo: max_entries must be an int >= 0, got {max_entries!r}")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> float | None:
+        """The stored score for ``key`` (marked most recently used), or None."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[str, str], score: float) -> None:
+        """Store ``score`` under ``key``, evicting the least recently used beyond the bound."""
+        with self._lock:
+            if self.max_entries == 0:
+                return
+            self._entries[key] = score
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: Evaluator-cache room :meth:`ScoringSetup.build` reserves: a group of this many answers
+#: with about this many sub-expressions each, on the train panel and on every stress world,
+#: so that a re-scored group hits the cache (never above :data:`GROUP_CACHE_CAP` bytes).
+GROUP_ANSWERS, GROUP_SUBTREES = 12, 6
+GROUP_CACHE_CAP = 2**30
+
+
+def group_cache_bytes(train: Panel, n_worlds: int) -> int:
+    """Bytes of one group's evaluations (module constants above), capped at GROUP_CACHE_CAP."""
+    need = GROUP_ANSWERS * GROUP_SUBTREES * (1 + n_worlds) * train.T * train.N * 8
+    return int(min(GROUP_CACHE_CAP, need))
 
 
 @dataclass(frozen=True)
@@ -91,12 +149,19 @@ class ScoringSetup:
     fields: tuple[str, ...] = ()
     levels: tuple[str, ...] = ()
     worlds: tuple[StressWorld, ...] = ()
+    stress_memo: StressMemo = field(default_factory=StressMemo, compare=False, repr=False)
 
     @classmethod
     def build(cls, train: Panel, split: Split, costs: object, cpcv: CPCV, burn_in: int,
               params: ChannelParams, cache: EvalCache | None,
               worlds: Sequence[StressWorld] = ()) -> ScoringSetup:
-        """Create a setup; the available fields and group levels are read off ``train``."""
+        """Create a setup; the available fields and group levels are read off ``train``.
+
+        ``cache`` (when given) is grown to :func:`group_cache_bytes` if it is smaller, so a
+        re-scored group of answers finds its evaluations there.
+        """
+        if cache is not None:
+            cache.reserve(group_cache_bytes(train, len(worlds)))
         fields_ = tuple(n for n in FIELDS if train.has_field(n))
         levels = tuple(lv for lv in LEVELS if train.has_groups(lv))
         return cls(train, split, costs, cpcv, burn_in, params, cache, fields_, levels, tuple(worlds))
@@ -196,7 +261,7 @@ def gate_book(st: AnswerState, setup: ScoringSetup) -> None:
             and np.isfinite(bt.factors.residual_sharpe)):
         st.error = CardError("evaluation_failed", "the backtest produced a non-finite statistic",
                              None, "book")
-    elif not bt.weights.any():
+    elif not bt.turnover.any():  # = weights.any() (the book starts from 0), O(D) not O(D·N)
         st.error = CardError(
             "degenerate_book",
             "the book holds no position on any judged day (an empty or constant formula such "
@@ -208,21 +273,37 @@ def gate_book(st: AnswerState, setup: ScoringSetup) -> None:
             "floor: the book is (nearly) static", None, "book")
 
 
+def world_score(expr: Node, world: Panel, split: Split, costs: object, cpcv: CPCV,
+                burn_in: int, cache: EvalCache | None) -> float:
+    """CPCV score of formula ``expr`` re-scored in ``world`` (train mode, the given costs):
+    bit for bit ``backtest(...).cpcv.score``, on the CPCV-only path (:func:`backtest_cpcv`)."""
+    values = evaluate(expr, world, cache=cache)
+    return float(backtest_cpcv(values, world, split, "train", costs,  # type: ignore[arg-type]
+                               cpcv=cpcv, burn_in=burn_in).score)
+
+
 def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
     """Re-score a valid answer in every stress world (same costs, CPCV and burn-in).
 
     Fills ``st.stress`` with each world's CPCV score; a world where the formula cannot be
     re-scored or scores non-finite counts at the R1 clip floor (fail closed: a large drop).
+    Scores come from ``setup.stress_memo`` when this book input was re-scored before.
     """
     t0 = time.perf_counter()
     if setup.worlds and st.valid and st.bt is not None and st.expr is not None:
         out = {}
+        expr = book_input(st.expr)
+        key = canonical_key(expr)
         for w in setup.worlds:
-            try:
-                s = world_score(book_input(st.expr), w.panel, setup.split, setup.costs, setup.cpcv,
-                                setup.burn_in, setup.cache)
-            except Exception:  # fail closed
-                s = math.nan
+            memo_key = (key, w.panel.fingerprint)
+            s = setup.stress_memo.get(memo_key)
+            if s is None:
+                try:
+                    s = world_score(expr, w.panel, setup.split, setup.costs, setup.cpcv,
+                                    setup.burn_in, setup.cache)
+                    setup.stress_memo.put(memo_key, s)  # failures are retried, not stored
+                except Exception:  # fail closed
+                    s = math.nan
             out[w.name] = s if math.isfinite(s) else -setup.params.cpcv_clip
         st.stress = out
     st.timings["stress"] = time.perf_counter() - t0

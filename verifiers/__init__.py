@@ -19,7 +19,7 @@ from .costs import (
 from .cpcv import CPCV, CPCVResult, cpcv_score
 from .factors import FACTOR_NAMES, FactorExposure, FactorModel, build_factor_model, factor_signals
 from .metrics import Metrics, compute_metrics, max_drawdown, sharpe
-from .oracle import BacktestResult, backtest, default_costs
+from .oracle import BacktestResult, backtest, backtest_cpcv, default_costs
 from .pbo import (
     PBOResult,
     cscv_pbo,
@@ -56,6 +56,7 @@ __all__ = [
     "TrainCosts",
     "WindowContext",
     "backtest",
+    "backtest_cpcv",
     "book_pnl",
     "book_weights",
     "build_factor_model",

@@ -25,7 +25,7 @@ from .factors import FactorExposure
 from .metrics import Metrics, compute_metrics
 from .windows import BURN_IN
 
-__all__ = ["BacktestResult", "backtest", "default_costs"]
+__all__ = ["BacktestResult", "backtest", "backtest_cpcv", "default_costs"]
 
 _DEFAULT_CPCV = CPCV()
 
@@ -114,19 +114,8 @@ def backtest(
     Raises ``ValueError`` naming the problem for misshapen values or an empty window.
     """
     t0 = time.perf_counter()
-    if not isinstance(panel, Panel):
-        raise TypeError(f"backtest needs a gymkit.data.Panel, got {type(panel).__name__}")
-    v = np.asarray(values)
-    if v.ndim != 2 or v.shape != (panel.T, panel.N):
-        raise ValueError(f"formula values have shape {v.shape}, expected the panel's ({panel.T}, {panel.N})")
-    cost_model = default_costs(mode) if costs is None else costs
-    if not hasattr(cost_model, "daily") or not hasattr(cost_model, "to_dict"):
-        raise TypeError(f"costs must be a cost model object (TrainCosts/RealisticCosts), got {cost_model!r}")
-    cv = _DEFAULT_CPCV if cpcv is None else cpcv
-    ctx = window_context(panel, split, mode, burn_in)
+    cost_model, cv, ctx, window_values = _prepare(values, panel, split, mode, costs, cpcv, burn_in)
     wp, jw = ctx.panel, ctx.judged
-    i0 = int(np.searchsorted(panel.dates, wp.dates[0], "left"))
-    window_values = v[i0 : i0 + wp.T]
     t1 = time.perf_counter()
 
     book = book_pnl(window_values, ctx.fwd, jw.rows, fwd_by_stock=ctx.fwd_by_stock)
@@ -171,3 +160,42 @@ def backtest(
         timings={"setup": t1 - t0, "book": t2 - t1, "costs": t3 - t2, "metrics": t4 - t3,
                  "cpcv": t5 - t4, "factors": t6 - t5, "total": t6 - t0},
     )
+
+
+def backtest_cpcv(
+    values: np.ndarray,
+    panel: Panel,
+    split: Split = DEFAULT_SPLIT,
+    mode: str = "train",
+    costs: CostModel | None = None,
+    *,
+    cpcv: CPCV | None = None,
+    burn_in: int = BURN_IN,
+) -> CPCVResult:
+    """The :class:`CPCVResult` of :func:`backtest` with the same arguments, bit for bit, and
+    nothing else: the book without its IC, the costs, the net P&L and CPCV — no metrics, no
+    factor regression (what a stress world needs).  The result's ``path_sharpes`` hold the whole
+    window's Sharpe (:func:`CPCV.evaluate` computes it from the net P&L, as the metrics do).
+    Raises like :func:`backtest`.
+    """
+    cost_model, cv, ctx, window_values = _prepare(values, panel, split, mode, costs, cpcv, burn_in)
+    book = book_pnl(window_values, ctx.fwd, ctx.judged.rows, fwd_by_stock=ctx.fwd_by_stock, with_ic=False)
+    inputs = ctx.cost_inputs(cost_model.vol_window, cost_model.adv_window) if cost_model.needs_market else None
+    net = book.gross - cost_model.daily(book.weights, book.turnover, inputs)
+    return cv.evaluate(net)
+
+
+def _prepare(values, panel, split, mode, costs, cpcv, burn_in):
+    """Checked inputs of a backtest: (cost model, CPCV, window context, the window's values)."""
+    if not isinstance(panel, Panel):
+        raise TypeError(f"backtest needs a gymkit.data.Panel, got {type(panel).__name__}")
+    v = np.asarray(values)
+    if v.ndim != 2 or v.shape != (panel.T, panel.N):
+        raise ValueError(f"formula values have shape {v.shape}, expected the panel's ({panel.T}, {panel.N})")
+    cost_model = default_costs(mode) if costs is None else costs
+    if not hasattr(cost_model, "daily") or not hasattr(cost_model, "to_dict"):
+        raise TypeError(f"costs must be a cost model object (TrainCosts/RealisticCosts), got {cost_model!r}")
+    cv = _DEFAULT_CPCV if cpcv is None else cpcv
+    ctx = window_context(panel, split, mode, burn_in)
+    i0 = int(np.searchsorted(panel.dates, ctx.panel.dates[0], "left"))
+    return cost_model, cv, ctx, v[i0 : i0 + ctx.panel.T]

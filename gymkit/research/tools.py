@@ -51,41 +51,25 @@ TOOL_SPECS: tuple[dict[str, Any], ...] = (
 )
 TOOL_NAMES = tuple(t["function"]["name"] for t in TOOL_SPECS)
 
-#: One line of semantics per operator (DESIGN §3); a test keeps it equal to the operator table.
-OPERATOR_NOTES: dict[str, str] = {
-    "or": "a || b: 1 if either is non-zero, else 0 (NaN propagates)",
-    "and": "a && b: 1 if both are non-zero, else 0",
-    "lt": "a < b: 1 or 0", "le": "a <= b: 1 or 0", "gt": "a > b: 1 or 0",
-    "ge": "a >= b: 1 or 0", "eq": "a == b: 1 or 0", "ne": "a != b: 1 or 0",
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b (division by 0 is NaN)",
-    "power": "a ^ b", "neg": "-a",
-    "where": "c ? a : b: a where c is non-zero, else b",
-    "abs": "abs(x)", "log": "log(x), NaN for x <= 0", "sign": "sign(x) in {-1, 0, 1}",
-    "sqrt": "sqrt(x), NaN for x < 0", "signed_power": "signed_power(x, a) = sign(x)*|x|^a",
-    "min": "min(x, y) element-wise", "max": "max(x, y) element-wise",
-    "rank": "rank(x): cross-sectional rank in [0, 1] each day (ties averaged)",
-    "scale": "scale(x) = x / sum(|x|) each day",
-    "group_neutralize": "group_neutralize(x, level): x demeaned within sector/industry groups",
-    "delay": "delay(x, d): x d sessions ago",
-    "ts_delta": "ts_delta(x, d) = x - delay(x, d)",
-    "ts_mean": "ts_mean(x, d): mean of the last d sessions",
-    "ts_std": "ts_std(x, d): standard deviation (ddof=1) of the last d sessions",
-    "ts_sum": "ts_sum(x, d): sum of the last d sessions",
-    "ts_max": "ts_max(x, d): max of the last d sessions",
-    "ts_min": "ts_min(x, d): min of the last d sessions",
-    "ts_product": "ts_product(x, d): product of the last d sessions",
-    "ts_decay_linear": "ts_decay_linear(x, d): linearly weighted mean, today heaviest",
-    "ts_ema": "ts_ema(x, d): exponential mean, alpha = 2/(d+1)",
-    "ts_skew": "ts_skew(x, d): skewness of the last d sessions",
-    "ts_kurt": "ts_kurt(x, d): excess kurtosis of the last d sessions",
-    "ts_slope": "ts_slope(x, d): OLS slope of x on 0..d-1",
-    "ts_rank": "ts_rank(x, d): share of the other d-1 values below today's, in [0, 1]",
-    "ts_argmax": "ts_argmax(x, d): sessions since the max of the last d (0 = today)",
-    "ts_argmin": "ts_argmin(x, d): sessions since the min of the last d (0 = today)",
-    "ts_corr": "ts_corr(x, y, d): rolling correlation over d sessions",
-    "ts_cov": "ts_cov(x, y, d): rolling covariance over d sessions",
-    "adv": "adv(d): mean daily dollar volume (close*volume) over d sessions",
-}
+_EXPR_NAMES = {"where": ("c", "a", "b"), "signed_power": ("x", "a")}
+
+
+def _signature(spec: Any) -> str:
+    """``name(x, d)`` (or the infix form) of one operator-table row."""
+    names = iter(_EXPR_NAMES.get(spec.name, ("x", "y", "z")))
+    args = [next(names) if k == "expr" else "d" if k == "window" else k for k in spec.args]
+    if spec.name == "where":
+        return "c ? a : b"
+    if spec.infix and len(args) == 2:
+        return f"{args[0]} {spec.infix} {args[1]}"
+    if spec.infix and len(args) == 1:
+        return f"{spec.infix}{args[0]}"
+    return f"{spec.name}({', '.join(args)})"
+
+
+#: One line of semantics per operator: its signature and the operator table's own ``doc``
+#: (gymkit.dsl.operators, the single source), so describe() covers every operator there is.
+OPERATOR_NOTES: dict[str, str] = {k: f"{_signature(v)}: {v.doc}" for k, v in OPERATORS.items()}
 
 
 def _r(x: float | None) -> float | None:

@@ -1,0 +1,118 @@
+"""The research gym under verifiers >= 0.3 (the verifiers.v1 API of 0.4), through verifiers'
+own NeMo-Gym bridge, against gymkit's resources server over real HTTP on 127.0.0.1.
+
+verifiers 0.4 needs ``openai<3`` and the ``test`` extra pins the 0.2 line, so the verifiers side
+runs in the throwaway venv tests/adapters' 0.4 test builds (``$GYMKIT_TEST_VENVS``, default
+``~/.cache/gymkit/test-venvs``; the same path and lock, built once, then reused): verifiers
+0.4.0 from the package index, gymkit editable from this checkout, plus the environment package
+``environments/gymkit_research``.  There ``verifiers_v1_driver.py`` resolves ``gymkit-research``
+through verifiers' plugin loader and plays scripted rollouts through ``NeMoGymTask.setup``,
+``NeMoGymToolset.call_tool`` and ``Task.score``; here every tool text, reward and metric is
+compared with the Python episode of the same actions.  Skipped, saying why, only when verifiers
+0.4.0 cannot be installed (no package index reachable and nothing cached)."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gymkit.adapters.common import brief_text_of
+from gymkit.adapters.research_nemo_gym import END_REASON
+
+from .conftest import HONEST
+from .test_nemo_gym import nemo_server
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = Path(__file__).with_name("verifiers_v1_driver.py")
+VERIFIERS = "verifiers==0.4.0"
+OTHER = "rank(ts_delta(close, 5))"
+PLANS = [
+    ([("backtest", {"formula": OTHER}), ("backtest", {"formula": HONEST}),
+      ("submit", {"formula": HONEST})], "submitted above"),
+    ([("describe", {})], f"<think>ok</think><alpha>{HONEST}</alpha>"),
+    ([("backtest", {"formula": HONEST})], "no answer"),
+]
+
+
+def _run(cmd: list[str], timeout: int = 1200, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def _tail(p: subprocess.CompletedProcess, n: int = 3) -> str:
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines()
+             if ln.strip() and "is ignored: it is neither" not in ln]
+    return " | ".join(lines[-n:])
+
+
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    """The verifiers-0.4.0 venv (built once under its lock), with gymkit-research installed."""
+    root = Path(os.environ.get("GYMKIT_TEST_VENVS",
+                               Path.home() / ".cache" / "gymkit" / "test-venvs"))
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"verifiers-0.4.0-py{sys.version_info.major}.{sys.version_info.minor}"
+    py = path / "bin" / "python"
+    with open(root / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time (shared with tests/adapters)
+        if not (path / ".verifiers-installed").exists():
+            _run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
+            p = _run([str(py), "-m", "pip", "install", "-q", VERIFIERS, "uv"])
+            if p.returncode:
+                pytest.skip(f"{VERIFIERS} could not be installed into a throwaway venv at {path} "
+                            f"(no reachable package index or cache?): pip exited {p.returncode}: "
+                            f"{_tail(p)}")
+            (path / ".verifiers-installed").touch()
+        stamp = hashlib.sha256(str(REPO).encode() + (REPO / "pyproject.toml").read_bytes())
+        mark = path / f".gymkit-{stamp.hexdigest()[:16]}"
+        if not mark.exists():  # the index answered above, so a failure here is gymkit's
+            p = _run([str(py), "-m", "pip", "install", "-q", "-e", str(REPO)])
+            assert p.returncode == 0, f"pip install -e {REPO} into {path}: {_tail(p, 8)}"
+            mark.touch()
+        pkg = REPO / "environments" / "gymkit_research"
+        stamp = hashlib.sha256(str(pkg).encode() + (pkg / "pyproject.toml").read_bytes())
+        mark = path / f".gymkit-research-{stamp.hexdigest()[:16]}"
+        if not mark.exists():
+            p = _run([str(py), "-m", "pip", "install", "-q", "--no-deps", "-e", str(pkg)])
+            assert p.returncode == 0, f"pip install -e {pkg} into {path}: {_tail(p, 8)}"
+            mark.touch()
+    return path
+
+
+def test_rollouts_through_verifiers_nemo_gym_bridge(venv, renv, tmp_path) -> None:
+    """Tool texts, rewards and metrics equal the Python episode's (module doc)."""
+    with nemo_server(renv.env) as url:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        req = json.dumps({"url": url, "split": "probe", "budget": 4, "plans": PLANS})
+        p = _run([str(venv / "bin" / "python"), str(DRIVER)], input=req, cwd=tmp_path, env=env,
+                 timeout=600)
+    assert p.returncode == 0, _tail(p, 12)
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert (got["taskset"], got["env"]) == ("GymkitResearchTaskset", "GymkitResearchEnv")
+    assert got["n_tasks"] == got["n_keys"] == 50
+    brief = brief_text_of(got["brief_id"])
+    for (calls, final), out in zip(PLANS, got["rollouts"], strict=True):
+        assert out["listed"] == ["backtest", "compare", "describe", "submit"]
+        ep = renv.episode(brief, budget=4)
+        want = [ep.step({"name": n, "arguments": a}).observation for n, a in calls]
+        if not ep.done:
+            if "<alpha>" in final:
+                ep.submit(HONEST)
+            else:
+                ep.end(END_REASON)
+        assert out["texts"] == want                          # the tool messages, byte for byte
+        assert out["rewards"]["nemo_gym"] == out["reward"] == ep.result.reward
+        assert out["metrics"]["n_calls"] == float(ep.calls)
+        assert out["metrics"]["n_effective"] == ep.result.n_effective
+        assert out["metrics"]["valid"] == float(ep.result.valid)
+        assert out["info"]["transcript_sha256"] == hashlib.sha256(
+            ep.transcript_json().encode()).hexdigest()
+    assert [o["metrics"]["submitted"] for o in got["rollouts"]] == [1.0, 1.0, 0.0]

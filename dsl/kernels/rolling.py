@@ -539,10 +539,65 @@ def _r_ema(x, d, out):
             out[t, j] = _clean(e) if seeded[j] else _NAN
 
 
+@njit(inline="always", **_NJIT)
+def _first_not_below(w, c, v):
+    """The first index i < c with w[i] >= v in the ascending w[:c] (c if none)."""
+    lo, hi = 0, c
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if w[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(**_NJIT)
+def _r_median(x, d, out):
+    """Window median from each stock's sorted window (insertion: O(d) per cell).
+
+    ``win[j, :c]`` holds the stock's last c finite values in ascending order, c < d until the
+    window is full; a non-finite value empties it (the full-window rule).  Values enter as
+    x + 0.0, so -0.0 is +0.0 and the result does not depend on which of two zeros left.
+    """
+    n_rows, n_cols = x.shape
+    win = np.empty((n_cols, d))
+    count = np.zeros(n_cols, np.int64)
+    half = d // 2
+    for t in range(n_rows):
+        for j in range(n_cols):
+            v = x[t, j]
+            if not math.isfinite(v):
+                count[j] = 0
+                out[t, j] = _NAN
+                continue
+            w = win[j]
+            c = count[j]
+            if c == d:  # x[t - d, j] leaves: remove one stored copy of it
+                p = _first_not_below(w, c, x[t - d, j] + 0.0)
+                for k in range(p, c - 1):
+                    w[k] = w[k + 1]
+                c -= 1
+            v += 0.0
+            q = _first_not_below(w, c, v)
+            for k in range(c, q, -1):
+                w[k] = w[k - 1]
+            w[q] = v
+            c += 1
+            count[j] = c
+            if c < d:
+                out[t, j] = _NAN
+            elif d % 2:
+                out[t, j] = w[half]
+            else:
+                out[t, j] = _clean((w[half - 1] + w[half]) / 2.0)
+
+
 delay = window_kernel(_r_lag(_DELAY), "delay", "x[t-d]; NaN for t < d.")
 ts_delta = window_kernel(_r_lag(_DELTA), "ts_delta", "x[t] - x[t-d].")
 ts_sum = window_kernel(_r_sum(_SUM), "ts_sum", "Sum of the last d values (full finite window).")
 ts_mean = window_kernel(_r_sum(_MEAN), "ts_mean", "Mean of the last d values (full finite window).")
+ts_median = window_kernel(_r_median, "ts_median", "Median of the last d values (full finite window).")
 ts_std = window_kernel(_r_moments(_STD), "ts_std", "Rolling std, ddof=1 (constant -> 0, d=1 -> NaN).")
 ts_skew = window_kernel(_r_moments(_SKEW), "ts_skew", "Rolling skew as pandas (zero variance -> NaN).")
 ts_kurt = window_kernel(_r_moments(_KURT), "ts_kurt", "Rolling excess kurt as pandas (zero var -> NaN).")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gymkit.dsl import kernels as K
-from gymkit.dsl.operators import OPERATORS
+from gymkit.dsl.operators import EXPR, OPERATORS, WINDOW
 
 from .inputs import assert_parity, make_inputs
 from .pandas_reference import (
@@ -30,9 +30,7 @@ from .pandas_reference import (
 
 INPUTS = make_inputs()
 WINDOWS = (1, 2, 3, 5, 10, 30)  # ts_rank: d <= 20 run engines compiled per d, 30 the generic one
-TS_OPS = ("delay", "ts_delta", "ts_mean", "ts_std", "ts_sum", "ts_max", "ts_min", "ts_rank",
-          "ts_argmax", "ts_argmin", "ts_product", "ts_decay_linear", "ts_ema", "ts_skew",
-          "ts_kurt", "ts_slope")
+TS_OPS = tuple(name for name, spec in OPERATORS.items() if spec.args == (EXPR, WINDOW))
 PAIR_OPS = ("ts_corr", "ts_cov")
 
 

@@ -8,9 +8,11 @@ again until valid: an honest researcher writes a formula that passes the gate), 
 * **hill climb**: mutate-and-keep-best from that start within the 8-call budget, submit best;
 * **best-of-random**: 8 independent random formulas backtested, the best submitted.
 
-Reported per policy: mean research reward (± standard error), mean raw card reward of the
-submitted formula (before deflation and tool cost), mean trials N, mean deflation, valid share,
-and the wall time per episode.  Prints markdown.
+Reported per policy: mean research reward (± standard error), the same reward with the
+trials counted as uncorrelated (N̂ = M, the rule before the correlation-aware count), mean raw
+card reward of the submitted formula (before deflation and tool cost), mean trials M and
+effective trials N̂, mean deflation, valid share, and the wall time per episode.  Prints
+markdown.
 
 Run: ``.venv/bin/python benchmarks/bench_research.py [--briefs 40]``
 """
@@ -24,18 +26,27 @@ import time
 import numpy as np
 
 from gymkit.briefs import generate_briefs, split_briefs
-from gymkit.research import make_research
+from gymkit.research import make_research, research_reward
 from gymkit.research.agent import best_of_random, hill_climb, random_template
 
 
 def _stats(rows: list[dict]) -> str:
     r = np.array([x["reward"] for x in rows])
+    unc = np.array([x["reward_uncorrelated"] for x in rows])
     raw = np.array([x["card_reward"] if x["card_reward"] is not None else math.nan for x in rows])
     se = r.std(ddof=1) / math.sqrt(r.size)
-    return (f"{r.mean():+.3f} ± {se:.3f} | {np.nanmean(raw):+.3f} | "
+    return (f"{r.mean():+.3f} ± {se:.3f} | {unc.mean():+.3f} | {np.nanmean(raw):+.3f} | "
             f"{np.mean([x['n_trials'] for x in rows]):.1f} | "
+            f"{np.mean([x['n_effective'] for x in rows]):.2f} | "
             f"{np.mean([x['deflation'] for x in rows]):.3f} | "
             f"{np.mean([x['valid'] for x in rows]):.0%}")
+
+
+def _uncorrelated(ep, card) -> float:
+    """The episode's reward with its trials counted as uncorrelated (N̂ = M)."""
+    env = ep.env
+    return research_reward(card, [s for _, s, _ in ep.trials()], ep.calls, env.config.priorities,
+                           env.setup.params.ic_cap_without_cpcv, ep.renv.tool_cost).reward
 
 
 def main() -> None:
@@ -65,12 +76,13 @@ def main() -> None:
             else:
                 res = best_of_random(ep, np.random.default_rng(20_000 + i))
             wall[name] += time.perf_counter() - t
-            out[name].append(res.info["outcome"])
+            out[name].append({**res.info["outcome"],
+                              "reward_uncorrelated": _uncorrelated(ep, res.info.get("card"))})
     print(f"us46-research, budget 8, tool cost 0.02, {len(briefs)} train briefs "
           f"(environment built in {build:.1f} s)\n")
-    print("| policy | research reward (mean ± se) | raw card reward | trials N | deflation "
-          "Δ (R1 units) | valid | ms / episode |")
-    print("|---|---|---|---|---|---|---|")
+    print("| policy | research reward (mean ± se) | same, trials uncorrelated (N̂ = M) | raw "
+          "card reward | trials M | effective N̂ | deflation Δ (R1 units) | valid | ms / episode |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, rows in out.items():
         print(f"| {name} | {_stats(rows)} | {1000 * wall[name] / len(rows):.0f} |")
 

@@ -128,6 +128,11 @@ class ResearchEpisode:
         """Distinct canonical forms with a valid backtest so far (M)."""
         return len(self._trials)
 
+    def trials(self) -> list[tuple[str, float, np.ndarray]]:
+        """The trials so far, in order of first backtest: (formula, R1 score, daily train
+        net P&L) — what the deflation reads."""
+        return list(self._trials.values())
+
     @property
     def n_effective(self) -> float:
         """The effective number of independent trials so far (N̂, from their P&L correlations;

@@ -12,7 +12,7 @@
    environment's costs and CPCV.
    **Stress** (:func:`run_stress`, only with stress worlds): the same formula re-scored in
    each JEPA stress world with the same costs and CPCV on the CPCV-only path
-   (:func:`world_score`: no IC, metrics or factor regression per world); R3 reads the mean
+   (:func:`world_score`: no metrics or factor regression per world); R3 reads the mean
    drop.  World scores are memoised per setup (:class:`StressMemo`), so a re-scored
    formula costs no stress work.
 3. **Risk scorer** (:func:`risk_channels`, :func:`scalar_reward` from the channel table:

@@ -150,42 +150,6 @@ def _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gross_sums(wt, ft, c0, n, acc):
-    """Rows 0 turnover, 1 long leg, 2 short leg of ``acc`` alone (no IC names): the same
-    chains, in the same order, as :func:`_pnl_sums` computes them (the same bits)."""
-    n_stocks = wt.shape[0]
-    tov = acc[0]
-    lo = acc[1]
-    sh = acc[2]
-    for j in range(0, n_stocks - 1, 2):
-        wa = wt[j]
-        wb = wt[j + 1]
-        fa = ft[j, c0:]
-        fb = ft[j + 1, c0:]
-        for e in range(n):
-            x = wa[e + 1]
-            y = wb[e + 1]
-            r = fa[e]
-            q = fb[e]
-            px = max(x, 0.0)
-            py = max(y, 0.0)
-            tov[e] = (tov[e] + abs(x - wa[e])) + abs(y - wb[e])
-            lo[e] = (lo[e] + px * r) + py * q
-            sh[e] = (sh[e] + (x - px) * r) + (y - py) * q
-    if n_stocks % 2:
-        j = n_stocks - 1
-        wa = wt[j]
-        fa = ft[j, c0:]
-        for e in range(n):
-            x = wa[e + 1]
-            r = fa[e]
-            px = max(x, 0.0)
-            tov[e] += abs(x - wa[e])
-            lo[e] += px * r
-            sh[e] += (x - px) * r
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc):
     """Second pass of the IC: acc rows 6 Σ x·y, 7 Σ x², 8 Σ y² with x = (w − mean w)·k and
     y = (r − mean r)·k, in stock order (two stocks per pass), days vectorised."""
@@ -233,9 +197,8 @@ _ROW = _CHUNK + 8  # row stride of the stock-major buffers: 33 cache lines, odd,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _book_pnl(values, ft, mt, r0, r1, min_ic_names, with_ic):
-    """Weights of every judged row, then gross, turnover, leg contributions and (when
-    ``with_ic``) IC; without it the IC stays NaN and neither IC pass runs.
+def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
+    """Weights of every judged row, then gross, turnover, leg contributions and IC.
 
     ``ft``, ``mt`` (N, r1 − r0): forward returns of the judged rows with NaN → 0 (the NaN
     rule) and 1.0 where finite, stock-major (:class:`ForwardByStock`).  Every per-day sum
@@ -270,20 +233,17 @@ def _book_pnl(values, ft, mt, r0, r1, min_ic_names, with_ic):
             n_fin[e] = k
             for j in range(n_stocks):
                 wt[j, e + 1] = row[j]
-            if with_ic and k < n_stocks:
+            if k < n_stocks:
                 holes = True
                 for j in range(n_stocks):
                     if not math.isfinite(src[j]):
                         fin[j, e] = 0.0
         acc[:] = 0.0
-        if with_ic:
-            _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc)
-            for e in range(n):
-                mw[e] = acc[4, e] / acc[3, e]
-                mr[e] = acc[5, e] / acc[3, e]
-            _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc)
-        else:
-            _gross_sums(wt, ft, c0, n, acc)
+        _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc)
+        for e in range(n):
+            mw[e] = acc[4, e] / acc[3, e]
+            mr[e] = acc[5, e] / acc[3, e]
+        _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc)
         for e in range(n):
             d = c0 + e
             lo = acc[1, e]
@@ -294,7 +254,7 @@ def _book_pnl(values, ft, mt, r0, r1, min_ic_names, with_ic):
             turnover[d] = acc[0, e]
             # Pearson IC of weights and forward returns over the names in the book with a
             # finite forward return; needs >= min_ic_names of them
-            if with_ic and n_fin[e] >= min_ic_names and acc[3, e] >= min_ic_names:
+            if n_fin[e] >= min_ic_names and acc[3, e] >= min_ic_names:
                 vw = acc[7, e]
                 vr = acc[8, e]
                 ic[d] = acc[6, e] / np.sqrt(vw * vr) if (vw > 0.0 and vr > 0.0) else np.nan
@@ -347,7 +307,6 @@ class BookPnL:
 def book_pnl(
     values: np.ndarray, fwd: np.ndarray, rows: slice, *, min_ic_names: int = 5,
     fwd_parts: tuple[np.ndarray, np.ndarray] | None = None, fwd_by_stock: ForwardByStock | None = None,
-    with_ic: bool = True,
 ) -> BookPnL:
     """Build the book on signal dates ``rows`` and return its gross P&L and turnover.
 
@@ -356,8 +315,6 @@ def book_pnl(
     unknown (counted as 0).  The first row of ``rows`` builds the book from zero.
     ``fwd_parts`` = :func:`split_forward_returns` of ``fwd`` and ``fwd_by_stock`` =
     :class:`ForwardByStock` of those parts on ``rows``, when the caller caches them.
-    ``with_ic=False`` skips the IC (``ic`` all NaN): weights, gross, turnover and legs are
-    the same bits (the stress path of :func:`gymkit.verifiers.oracle.backtest_cpcv`).
     """
     v = _as_values(values)
     if min_ic_names < 2:
@@ -375,8 +332,7 @@ def book_pnl(
     elif (fwd_by_stock.r0, fwd_by_stock.r1, fwd_by_stock.n_stocks) != (r0, r1, v.shape[1]):
         raise ValueError(f"forward returns cover rows {fwd_by_stock.r0}:{fwd_by_stock.r1} of "
                          f"{fwd_by_stock.n_stocks} stocks, the book needs rows {r0}:{r1} of {v.shape[1]}")
-    return BookPnL(*_book_pnl(v, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1, int(min_ic_names),
-                             bool(with_ic)))
+    return BookPnL(*_book_pnl(v, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1, int(min_ic_names)))
 
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

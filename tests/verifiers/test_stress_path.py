@@ -1,7 +1,7 @@
 """The stress worlds' CPCV-only path gives the full backtest's bits, and re-scoring is free.
 
 R3 re-scores every valid answer in each stress world.  That path (``gymkit.scoring.world_score``
-→ ``backtest_cpcv``) skips the IC passes, the metrics and the factor regression; these tests
+→ ``backtest_cpcv``) skips the metrics and the factor regression; these tests
 compare it with the full path it replaced (``gymkit.jepa.worlds.world_score`` →
 ``backtest(...).cpcv``) bit for bit, on the shipped worlds, the 101 alphas and random panels,
 and check that the memo makes a re-scored group do no stress work at all.
@@ -21,7 +21,6 @@ from gymkit.dsl.evaluator import evaluate
 from gymkit.jepa.worlds import world_score as full_world_score
 from gymkit.seed_archive import alpha101_formulas
 from gymkit.verifiers import CPCV, RealisticCosts, TrainCosts, backtest, backtest_cpcv, book_pnl
-from gymkit.verifiers.book import forward_open_returns
 
 from .conftest import SMALL_SPLIT, random_panel, values_for
 
@@ -75,22 +74,6 @@ def test_cpcv_only_path_equals_backtest_on_random_panels(seed, n, kind, nan_frac
         full = backtest(values, panel, SMALL_SPLIT, mode, costs, cpcv=cv, burn_in=60)
         lite = backtest_cpcv(values, panel, SMALL_SPLIT, mode, costs, cpcv=cv, burn_in=60)
         _same_cpcv(lite, full.cpcv)
-
-
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.sampled_from([2, 5, 46, 64, 65, 301]),
-       kind=st.sampled_from(["noise", "ties", "momentum"]))
-def test_book_without_ic_keeps_every_other_bit(seed, n, kind) -> None:
-    """``with_ic=False``: weights, gross, turnover and legs are the IC book's bytes; IC is NaN."""
-    panel = random_panel(seed % 1000, n=n, nan_frac=0.02, end="2013-12-31")
-    values = values_for(panel, seed, kind)
-    fwd = forward_open_returns(panel.open)
-    rows = slice(20, panel.T)
-    a = book_pnl(values, fwd, rows)
-    b = book_pnl(values, fwd, rows, with_ic=False)
-    for k in ("weights", "gross", "turnover", "long", "short"):
-        assert getattr(a, k).tobytes() == getattr(b, k).tobytes(), k
-    assert np.isnan(b.ic).all()
 
 
 def test_rescored_group_does_no_stress_work_and_keeps_its_bytes(env, monkeypatch) -> None:

@@ -5,21 +5,27 @@
   ``TaskData`` carries ``id`` = ``brief_id``, ``name`` = the mechanism family and ``prompt`` =
   the chat messages of gymkit/prompt.py (system + brief) — no private data;
 * :class:`GymkitTask` scores the trace's last assistant message as a group of one: reward
-  ``gymkit`` (weight 1) = ``card.reward`` passed through, and metric ``gymkit`` (a mapping) =
-  ``valid`` (1/0), ``internal`` (1 when scoring raised; reward ``INTERNAL_REWARD``, the lowest) and one value per active
-  channel.  Message objects and dicts are read alike (never their repr).
+  ``gymkit`` (weight 1) = ``card.reward`` passed through, and metric ``gymkit_card`` (a mapping,
+  flattened by verifiers) = ``gymkit_valid`` (1/0), ``gymkit_internal`` (1 when scoring raised;
+  reward ``INTERNAL_REWARD``, the lowest) and ``gymkit_<channel>`` per active channel.  Message
+  objects and dicts are read alike (never their repr).
 
-This module exports exactly one Taskset subclass in ``__all__``, as verifiers' plugin loader
-requires.  :func:`load_v1_environment` (what :func:`gymkit.adapters.verifiers_env.load_environment`
-returns on verifiers >= 0.3) builds the taskset for Python use (``vf.SingleAgentEnv`` runs it).
-Checked against verifiers 0.4.0's source; not yet exercised through its rollout here (its chat
-program runs in a uv-managed runtime).
+verifiers 0.4's loader (``vf-eval``, prime-rl) resolves a taskset id to an installed
+*top-level* module (``verifiers/v1/utils/loaders.py:_import_plugin``: ``owner/name@v`` →
+``name``, dashes → underscores, then ``verifiers.v1.tasksets.<name>`` or ``<name>``; a dotted id
+fails in ``importlib.util.find_spec``).  So this module is not the id: the environment package
+``environments/gymkit_alpha`` (distribution ``gymkit-alpha``, module ``gymkit_alpha``) re-exports
+:class:`GymkitTaskset` as the one ``Taskset`` subclass in its ``__all__``, and
+``vf-eval gymkit-alpha`` loads it.  :data:`TASKSET_ID` is that id; :func:`load_v1_environment`
+(what :func:`gymkit.adapters.verifiers_env.load_environment` returns on verifiers >= 0.3) builds
+the taskset under it for Python use.  Tested through a real ``vf-eval`` rollout
+(tests/adapters/test_verifiers_v04_rollout.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import verifiers.v1 as vf
 
@@ -35,12 +41,15 @@ from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 
 __all__ = ["GymkitTaskset"]
 
+#: The taskset id verifiers 0.4 loads (``vf-eval gymkit-alpha``): the environment package's name.
+TASKSET_ID = "gymkit-alpha"
+
 
 class GymkitTasksetConfig(vf.TasksetConfig):
     """Which briefs load: the environment, the split and the brief generator."""
 
     env_id: str = "us46-default"
-    split: str = "train"
+    split: Literal["train", "holdout", "probe"] = "train"
     n_briefs: int = DEFAULT_N
     brief_seed: int = DEFAULT_SEED
 
@@ -98,6 +107,6 @@ def load_v1_environment(env_id: str = "us46-default", split: str = "train",
                         n_briefs: int = DEFAULT_N, brief_seed: int = DEFAULT_SEED,
                         **kwargs: Any) -> GymkitTaskset:
     """The :class:`GymkitTaskset` of ``env_id`` over the briefs of ``split``."""
-    cfg = GymkitTasksetConfig(id="gymkit.adapters.verifiers_v1", env_id=env_id, split=split,
+    cfg = GymkitTasksetConfig(id=TASKSET_ID, env_id=env_id, split=split,
                               n_briefs=n_briefs, brief_seed=brief_seed, **kwargs)
     return GymkitTaskset(cfg)

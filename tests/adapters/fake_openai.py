@@ -1,8 +1,11 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1 that answers with canned completions.
 
 It serves ``POST .../chat/completions`` (a ``chat.completion`` object whose one choice is the
-next canned answer, in request order, cycling) so a trainer library's own client and rollout
-code run unchanged; every request body is kept in ``requests``.  Bounded: it serves only this
+next canned answer, in request order, cycling; with ``"stream": true`` the same answer as
+OpenAI's server-sent events: ``chat.completion.chunk`` deltas, a ``finish_reason`` chunk, a usage
+chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``) so a trainer
+library's own client and rollout code run unchanged; every request body is kept in
+``requests``.  Bounded: it serves only this
 process's test requests and stops with :meth:`close`.
 """
 
@@ -38,6 +41,9 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return
+                if body.get("stream"):
+                    self._stream(i, body, text)
+                    return
                 out = {"id": f"cmpl-{i}", "object": "chat.completion", "created": 0,
                        "model": body.get("model", "fake"),
                        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
@@ -46,6 +52,29 @@ class FakeOpenAI:
                 data = json.dumps(out).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _stream(self, i: int, body: dict[str, Any], text: str) -> None:
+                base = {"id": f"cmpl-{i}", "object": "chat.completion.chunk", "created": 0,
+                        "model": body.get("model", "fake")}
+                half = len(text) // 2  # two content deltas: the client must join them
+                chunks = [
+                    {**base, "choices": [{"index": 0, "finish_reason": None, "logprobs": None,
+                                          "delta": {"role": "assistant", "content": text[:half]}}]},
+                    {**base, "choices": [{"index": 0, "finish_reason": None, "logprobs": None,
+                                          "delta": {"content": text[half:]}}]},
+                    {**base, "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                          "delta": {}}]},
+                ]
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    chunks.append({**base, "choices": [], "usage": {
+                        "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+                data += b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -18,6 +18,11 @@ The box is shared: each statistic is the median over ``repeat`` rounds, one batc
 printed before and after.
 
     .venv/bin/python benchmarks/bench_parse.py [--repeat 201] [--number 50]
+    .venv/bin/python benchmarks/bench_parse.py --against OLD_TREE [--repeat 201]
+
+``--against`` loads an earlier tree's ``dsl/`` (an unpacked ``git archive``) beside this one
+in the same process and times the uncached parse of the 101 alphas (dsl/alpha101.tsv) with
+each parser in alternating rounds, after checking that both build the same trees.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import lark
 
@@ -80,11 +86,46 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def against(tree: Path, rounds: int) -> str:
+    """Old (``tree``'s dsl/) vs this parser: µs per formula over the 101 alphas, uncached."""
+    import sys
+    import types
+
+    from gymkit.dsl import parser as new
+
+    pkg = types.ModuleType("_old_dsl")
+    pkg.__path__ = [str(tree / "dsl")]  # its modules import each other relatively
+    sys.modules["_old_dsl"] = pkg
+    old = __import__("_old_dsl.parser", fromlist=["_parse"])
+    tsv = Path(__file__).resolve().parent.parent / "dsl" / "alpha101.tsv"
+    texts = [line.split("\t")[1] for line in tsv.read_text().splitlines()[1:] if line]
+    if any(repr(old._parse(t, None, None, True)) != repr(new._parse(t, None, None, True))
+           for t in texts):
+        raise SystemExit("the two parsers build different trees")
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    for k in range(rounds):
+        order = (("old", old), ("new", new)) if k % 2 else (("new", new), ("old", old))
+        for label, mod in order:
+            start = time.process_time()
+            for t in texts:
+                mod._parse(t, None, None, True)
+            times[label].append((time.process_time() - start) / len(texts) * 1e6)
+    o, n = (statistics.median(times[k]) for k in ("old", "new"))
+    return (f"uncached parse of the {len(texts)} alphas, CPU µs per formula, median of {rounds} "
+            f"alternating rounds: old ({tree}) {o:.1f}, new {n:.1f}, ratio {n / o:.3f}; best "
+            f"old {min(times['old']):.1f}, best new {min(times['new']):.1f}; load {load()}")
+
+
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     args.add_argument("--repeat", type=int, default=201, help="rounds (batches per statistic)")
     args.add_argument("--number", type=int, default=50, help="calls per batch")
+    args.add_argument("--against", type=Path, default=None,
+                      help="an earlier tree (git archive): same-process parse A/B, then exit")
     opts = args.parse_args()
+    if opts.against is not None:
+        print(against(opts.against.resolve(), opts.repeat))
+        return
     reference = lark.Lark(GRAMMAR.read_text(), parser="lalr", lexer="basic")
     print(f"Python {platform.python_version()}, lark {lark.__version__}, "
           f"{os.cpu_count()} cores, load before: {load()}")

@@ -47,8 +47,59 @@ def run(name: str, given: dict | None = None, **knobs: str) -> dict:
 
 
 def test_every_example_is_tested() -> None:
-    names = re.findall(r"<!-- example: (\w+) -->", DOC.read_text())
-    assert sorted(names) == sorted(["trl", "verl", "verifiers", "gymnasium", "skyrl"])
+    names = re.findall(r"<!-- example: ([\w-]+) -->", DOC.read_text())
+    assert sorted(names) == sorted(["trl", "verl", "verifiers", "vf-eval", "gymnasium", "skyrl"])
+
+
+def _bash_blocks() -> list[str]:
+    """The shell blocks of docs/trainers.md but the vf-eval one (test_verifiers_v04_rollout)."""
+    text = re.sub(r"<!-- example: vf-eval -->\n```bash\n.*?```", "", DOC.read_text(), flags=re.S)
+    return re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
+
+
+@pytest.mark.slow
+def test_command_blocks_run_as_written(env, tmp_path) -> None:
+    """Every ``gymkit`` command of the page's shell blocks, typed as written, in one directory.
+
+    The files they read are the user's (sampled answers, probe answers, rollouts): written here
+    in the documented row shapes; the holdout ledger is this test's own.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from gymkit.briefs import generate_briefs, probe_briefs, split_briefs
+
+    lines = [ln for b in _bash_blocks() for ln in b.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("gymkit ") for ln in lines), lines
+    train = split_briefs(generate_briefs(), "train")[:3]
+    probe = probe_briefs(generate_briefs())[:6]
+
+    def write(name: str, rows: list[dict]) -> None:
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write("samples.jsonl", [{"brief_id": b.brief_id, "completion": a}
+                            for b in train for a in GROUP])
+    write("probe_answers.jsonl", [{"checkpoint": "step-0", "brief_id": b.brief_id,
+                                   "completion": GROUP[i]} for i, b in enumerate(probe)])
+    write("rollouts.jsonl", [{"brief_id": b.brief_id, "completion": GROUP[i]}
+                             for i, b in enumerate(probe)])
+    shell = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+             "GYMKIT_HOLDOUT_LEDGER": str(tmp_path / "ledger.sqlite")}
+    for line in lines:
+        p = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=tmp_path, env=shell,
+                           capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, f"docs/trainers.md: `{line}` exited {p.returncode}: " \
+            f"{(p.stderr or p.stdout).strip()[-600:]}"
+    count = {n: len((tmp_path / n).read_text().splitlines())
+             for n in ("train.jsonl", "probe.jsonl", "kept.jsonl")}
+    solved = [sum(c.valid and c.reward > 0 for c in env.score_group(GROUP, brief=b.text))
+              for b in train]  # the filter's rule: solved in some but not all tries
+    kept = sum(0 < n < len(GROUP) for n in solved)
+    assert count == {"train.jsonl": 376, "probe.jsonl": 50, "kept.jsonl": kept}
+    assert (tmp_path / "train.parquet").stat().st_size and (tmp_path / "sft.parquet").exists()
+    assert any((tmp_path / "probe-results").iterdir())
 
 
 def test_gymnasium_example(env) -> None:

@@ -1,9 +1,11 @@
-"""``gymkit score-file --workers N`` throughput: N random formulas, the CLI as a user types it.
+"""``gymkit score-file`` throughput per engine and worker count, the CLI as a user types it.
 
 Writes ``--n`` random formulas (``gymkit.audit.formulas.random_formula`` on the default
 environment's train panel, seed 0) to a JSONL file, runs ``gymkit score-file`` ``--rounds``
-times per worker count (interleaved, ``--restart``), checks every output is byte-identical,
-and prints the median wall time (startup and environment builds included) and answers/s.
+times per configuration (interleaved, ``--restart``), checks every output is byte-identical,
+and prints the median wall time (startup, a local Ray's start and environment builds
+included) and answers/s.  ``--runs local:1,local:2,ray:2`` picks the configurations
+(``ENGINE:WORKERS``; a bare number means ``local``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def main() -> None:
     """Run the benchmark (module doc) and print one line per worker count."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--runs", default="local:1,local:2", help="ENGINE:WORKERS, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     import numpy as np
@@ -38,22 +40,25 @@ def main() -> None:
     src.write_text("".join(json.dumps({"id": i, "formula": to_text(random_formula(rng, train))}) + "\n"
                            for i in range(args.n)), encoding="utf-8")
     exe = str(Path(sys.executable).with_name("gymkit"))
-    counts = [int(w) for w in args.workers.split(",")]
-    times: dict[int, list[float]] = {w: [] for w in counts}
+    confs = [(c.split(":")[0], int(c.split(":")[1])) if ":" in c else ("local", int(c))
+             for c in args.runs.split(",")]
+    times: dict[tuple[str, int], list[float]] = {c: [] for c in confs}
     outputs: set[bytes] = set()
     for _ in range(args.rounds):
-        for w in counts:
-            out = d / f"cards-{w}.jsonl"
+        for engine, w in confs:
+            out = d / f"cards-{engine}-{w}.jsonl"
             t0 = time.perf_counter()
             subprocess.run([exe, "score-file", str(src), "--out", str(out), "--workers", str(w),
-                            "--no-progress", "--restart"], check=True, capture_output=True)
-            times[w].append(time.perf_counter() - t0)
+                            "--engine", engine, "--no-progress", "--restart"], check=True,
+                           capture_output=True)
+            times[(engine, w)].append(time.perf_counter() - t0)
             outputs.add(out.read_bytes())
-    base = statistics.median(times[counts[0]])
-    for w in counts:
-        med = statistics.median(times[w])
-        print(f"workers={w}: median {med:.2f} s ({args.n / med:.1f} answers/s), runs "
-              f"{', '.join(f'{t:.2f}' for t in times[w])}; speed vs workers={counts[0]}: {base / med:.2f}x")
+    base = statistics.median(times[confs[0]])
+    for engine, w in confs:
+        med = statistics.median(times[(engine, w)])
+        print(f"{engine} workers={w}: median {med:.2f} s ({args.n / med:.1f} answers/s), runs "
+              f"{', '.join(f'{t:.2f}' for t in times[(engine, w)])}; speed vs "
+              f"{confs[0][0]}:{confs[0][1]}: {base / med:.2f}x")
     print(f"outputs byte-identical: {len(outputs) == 1}")
 
 

@@ -9,6 +9,10 @@ from importlib import import_module
 
 __version__ = "0.2.1"
 
+# Numba caches gymkit's kernels in a folder keyed by their sources (gymkit/numba_cache.py),
+# chosen here, before any kernel module is imported.
+import_module("gymkit.numba_cache").configure()
+
 # public name -> module that defines it (one table, resolved lazily by __getattr__)
 _EXPORTS: dict[str, str] = {
     "EnvConfig": "gymkit.config",

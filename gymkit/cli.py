@@ -223,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = f"gymkit {args.command}"
     try:
+        from .numba_cache import notify_compiles
+
+        notify_compiles()  # a progress line while a one-time Numba compile runs
         rc = int(args._run(args))
         sys.stdout.flush()
         return rc

@@ -1,27 +1,33 @@
 """Throughput and parity of the torch batch scorer (gymkit.bulk) vs the CPU (Numba) scorer.
 
-Two steps, because the device machine has torch and numpy only (no numba, no install):
+    # the CPU scorer here (answers/s, one process and a pool of P processes)
+    python benchmarks/bench_bulk.py cpu --n 46,500,3000 --procs 2
+    # on the device machine: numba reference on all its cores, the torch scorer on cuda,
+    # the parity gate (every formula bit for bit), bytes moved, and whole cards
+    python benchmarks/bench_bulk.py device --n 46,500,3000 --procs 16 --out DIR
 
-    # here (numba): CPU scorer answers/s and the reference digests of its values and books
-    python benchmarks/bench_bulk.py ref --n 46,500 --out benchmarks/bulk_ref
-    # on the device: the same panels and formulas on cuda, gated against those digests
-    python benchmarks/bench_bulk.py gpu --n 46,500,3000 --ref benchmarks/bulk_ref --device cuda
-
-Panels are numpy-only synthetic random walks (seeded; ``T`` sessions, ``N`` stocks, 11
-sectors, 40 industries, 0.1% missing values); formulas are the 101 alphas and seeded
-random formulas (gymkit.audit.formulas.random_formula).  The gate: NaN-mask digests equal
-for every formula, value and gross-P&L digests equal where the formula has no
-libm-dependent operator (parity.inexact_ops), else gross within parity.REL_TOL.  Where no
-reference exists (N = 3,000), cuda is gated against torch on the device's CPU, itself
-bit-gated against numba in tests/bulk.
+Panels: gymkit.bulk.panels.synthetic (seeded random walks, T sessions x N stocks).
+Formulas: the 101 alphas plus ``--count`` seeded random formulas (gymkit.audit.formulas).
+An answer = values + the train-cost book (weights, gross, turnover, long/short legs): the
+CPU scorer is ``gymkit.dsl.evaluate`` + ``verifiers.book.book_pnl``, the torch scorer
+``gymkit.bulk.evaluate_many`` + ``book_many`` over chunks of formulas.  The gate: NaN-mask,
+value, gross and turnover digests of every formula equal to numba's (the worst failing
+formula named).  Bytes moved: the evaluator's minimum traffic (each distinct node reads its
+tensor operands once and writes its output once; the book reads values and forward returns
+and writes weights), divided by the measured time, against the 4.3 TB/s device-to-device
+copy measured on the H200 (KINDS.md).  Cards: ``gymkit score-file`` with ``--engine local
+--workers P`` vs ``--engine torch --device cuda`` on random answers on the default market,
+output bytes compared.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
+import multiprocessing
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,93 +35,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bootstrap() -> None:
-    """Make gymkit.dsl importable from a bare working tree (no pip install on the device)."""
+try:  # installed (here), or laid out as a package by bench_bulk_device.sh (the device)
+    import gymkit.dsl  # noqa: F401
+except ImportError:
     sys.path.insert(0, str(ROOT))
-    try:
-        import gymkit.dsl  # noqa: F401
-    except ImportError:
-        spec = importlib.util.spec_from_file_location(
-            "gymkit.dsl", ROOT / "dsl" / "__init__.py", submodule_search_locations=[str(ROOT / "dsl")])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["gymkit.dsl"] = mod
-        spec.loader.exec_module(mod)
-
-
-_bootstrap()
 
 from gymkit.audit.formulas import random_formula  # noqa: E402
-from gymkit.dsl import parse, to_text  # noqa: E402
+from gymkit.bulk.panels import forward_returns, synthetic  # noqa: E402
+from gymkit.dsl import to_text  # noqa: E402
 
 BOOK_FIRST = 60  # judged signal rows: BOOK_FIRST .. T
+H200_BW = 4.3e12  # bytes/s, device-to-device copy (read + write) measured there
+_STATE: dict = {}
 
 
-class ArrayPanel:
-    """A numpy-only panel (the evaluator's PanelLike): fields, group codes, a fingerprint."""
-
-    def __init__(self, fields: dict[str, np.ndarray], codes: dict[str, np.ndarray]) -> None:
-        self.fields, self.codes = fields, codes
-        self.T, self.N = fields["close"].shape
-        h = hashlib.sha256()
-        for k in sorted(fields):
-            h.update(k.encode() + np.ascontiguousarray(fields[k]).tobytes())
-        for k in sorted(codes):
-            h.update(k.encode() + codes[k].tobytes())
-        self.fingerprint = h.hexdigest()
-
-    def has_field(self, name: str) -> bool:
-        return name in self.fields
-
-    def field(self, name: str) -> np.ndarray:
-        return self.fields[name]
-
-    def has_groups(self, level: str) -> bool:
-        return level in self.codes
-
-    def group_codes(self, level: str) -> np.ndarray:
-        return self.codes[level]
-
-
-def synthetic(n: int, t: int, seed: int = 26) -> ArrayPanel:
-    """A seeded random-walk panel of ``t`` sessions and ``n`` stocks (numpy only)."""
-    rng = np.random.Generator(np.random.PCG64(seed + n))
-    lr = 0.0005 + 0.02 * rng.standard_normal((t, n))
-    close = 50.0 * np.exp(np.cumsum(lr, axis=0))
-    open_ = np.vstack([close[:1], close[:-1]]) * np.exp(0.005 * rng.standard_normal((t, n)))
-    high = np.maximum(open_, close) * np.exp(np.abs(0.01 * rng.standard_normal((t, n))))
-    low = np.minimum(open_, close) * np.exp(-np.abs(0.01 * rng.standard_normal((t, n))))
-    volume = np.round(1e6 * np.exp(0.5 * rng.standard_normal((t, n))))
-    hole = rng.random((t, n)) < 0.001
-    for a in (open_, high, low, close, volume):
-        a[hole] = np.nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        returns = np.full_like(close, np.nan)
-        returns[1:] = close[1:] / close[:-1] - 1.0
-        vwap = (high + low + close) / 3.0
-    for a in (returns, vwap):
-        a[~np.isfinite(a)] = np.nan
-    cap = close * np.round(1e7 * np.exp(rng.standard_normal(n)))
-    codes = {"sector": rng.integers(0, 11, n).astype(np.int64),
-             "industry": rng.integers(0, 40, n).astype(np.int64)}
-    fields = {"open": open_, "high": high, "low": low, "close": close, "volume": volume,
-              "returns": returns, "vwap": vwap, "cap": cap}
-    return ArrayPanel(fields, codes)
-
-
-def forward_returns(open_: np.ndarray) -> np.ndarray:
-    """open(t+2)/open(t+1) − 1, NaN where undefined (as verifiers.book.forward_open_returns)."""
-    out = np.full(open_.shape, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a, b = open_[1:-1], open_[2:]
-        r = b / a - 1.0
-    r[~(np.isfinite(r) & (a > 0) & (b > 0))] = np.nan
-    out[:-2] = r
-    return out
-
-
-def formulas(panel: ArrayPanel, count: int, seed: int = 26) -> list[str]:
+def formulas(panel, count: int, seed: int = 26) -> list[str]:
     """The 101 alphas plus ``count`` seeded random formulas."""
     rows = (ROOT / "dsl" / "alpha101.tsv").read_text().splitlines()[1:]
     out = [r.split("\t")[1] for r in rows if r.strip()]
@@ -123,60 +57,87 @@ def formulas(panel: ArrayPanel, count: int, seed: int = 26) -> list[str]:
     return out + [to_text(random_formula(rng, panel)) for _ in range(count)]
 
 
-def _digest(a: np.ndarray) -> tuple[str, str]:
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    mask = np.isnan(a)
-    canon = np.where(mask, np.nan, a)
-    return hashlib.sha256(np.packbits(mask).tobytes()).hexdigest(), hashlib.sha256(canon.tobytes()).hexdigest()
+def _digests(v: np.ndarray, gross: np.ndarray, tov: np.ndarray) -> tuple[str, str, str, str]:
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    mask = np.isnan(v)
+    h = [hashlib.sha256(np.packbits(mask).tobytes()).hexdigest()]
+    for a in (v, gross, tov):
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        h.append(hashlib.sha256(np.where(np.isnan(a), np.nan, a).tobytes()).hexdigest())
+    return tuple(h)  # type: ignore[return-value]
 
 
-def run_ref(args: argparse.Namespace) -> None:
-    """CPU (numba) scorer: answers/s and the digests of every formula's values and book."""
+def _cpu_answer(i: int) -> tuple[int, tuple[str, str, str, str]]:
     from gymkit.dsl import evaluate
-    from gymkit.dsl.cache import EvalCache
     from gymkit.verifiers.book import book_pnl
 
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for n in args.n:
-        p = synthetic(n, args.t)
-        fs = formulas(p, args.count)
-        fwd = forward_returns(p.field("open"))
-        rows = slice(BOOK_FIRST, p.T)
-        evaluate("rank(close)", p, cache=None)  # compile
-        t0 = time.perf_counter()
-        recs = []
-        cache = EvalCache()
-        for f in fs:
-            v = np.asarray(evaluate(f, p, cache=cache))
-            b = book_pnl(v, fwd, rows)
-            recs.append((v, b.gross, b.turnover))
-        dt = time.perf_counter() - t0
-        digests = [(*_digest(v), _digest(g)[1], _digest(tv)[1]) for v, g, tv in recs]
-        gross = np.stack([g for _, g, _ in recs])
-        np.savez_compressed(out_dir / f"ref_{n}.npz", gross=gross)
-        meta = {"n": n, "t": p.T, "fingerprint": p.fingerprint, "formulas": fs, "digests": digests,
-                "cpu_seconds": dt, "cpu_answers_per_s": len(fs) / dt}
-        (out_dir / f"ref_{n}.json").write_text(json.dumps(meta))
-        print(json.dumps({"n": n, "t": p.T, "formulas": len(fs), "cpu_s": round(dt, 2),
-                          "cpu_answers_per_s": round(len(fs) / dt, 1)}), flush=True)
+    p, fs, fwd = _STATE["panel"], _STATE["formulas"], _STATE["fwd"]
+    v = np.asarray(evaluate(fs[i], p, cache=None))
+    b = book_pnl(v, fwd, slice(BOOK_FIRST, p.T))
+    return i, _digests(v, b.gross, b.turnover)
 
 
-def _score_torch(fs: list[str], p: ArrayPanel, device: str, chunk: int):
+def _warm(fs: list[str]) -> None:
+    """Compile every numba specialisation the formulas need (before the pool forks)."""
+    small = synthetic(8, 90, seed=1)
+    _STATE.update(panel=small, formulas=fs, fwd=forward_returns(small.field("open")))
+    for i in range(len(fs)):
+        _cpu_answer(i)
+
+
+def cpu_scorer(fs: list[str], p, procs: int, single: int) -> dict:
+    """answers/s of the CPU scorer: one process on ``single`` formulas, then a fork pool of
+    ``procs`` on all; the digests of every formula."""
+    _STATE.update(panel=p, formulas=fs, fwd=forward_returns(p.field("open")))
+    t0 = time.perf_counter()
+    for i in range(single):
+        _cpu_answer(i)
+    t1 = time.perf_counter()
+    out = {"cpu1_formulas": single, "cpu1_answers_per_s": round(single / (t1 - t0), 2)}
+    digests: list = [None] * len(fs)
+    if procs > 1:
+        ctx = multiprocessing.get_context("fork")
+        t2 = time.perf_counter()
+        with ctx.Pool(procs) as pool:
+            for i, d in pool.imap_unordered(_cpu_answer, range(len(fs)), chunksize=4):
+                digests[i] = d
+        t3 = time.perf_counter()
+        out.update(procs=procs, cpuP_answers_per_s=round(len(fs) / (t3 - t2), 2))
+    else:
+        for i in range(len(fs)):
+            digests[i] = _cpu_answer(i)[1]
+    return {**out, "digests": digests}
+
+
+def _node_bytes(pl, t: int, n: int) -> int:
+    """Minimum traffic of a plan: every node reads its tensor operands and writes its output."""
+    cell = t * n * 8
+    total = 0
+    for node in pl.nodes:
+        reads = sum(1 for a in node.args if isinstance(a, int) or (isinstance(a, tuple) and a[0] == "f"))
+        total += (reads + 1) * cell
+    return total
+
+
+def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
+    """The torch scorer over chunks: seconds (evaluate, book), digests, bytes moved."""
     import torch
 
-    from gymkit.bulk import DevicePanel, book_many, evaluate_many
+    from gymkit.bulk import DevicePanel, book_many, libm, rowsum
+    from gymkit.bulk.evaluator import plan, run_plan
 
     dp = DevicePanel(p, device)
     fwd = torch.as_tensor(forward_returns(p.field("open")), device=device)
     rows = slice(BOOK_FIRST, p.T)
-    vals_np, gross_np, tov_np = [], [], []
-    t_eval = t_book = 0.0
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    digests, t_eval, t_book, nbytes = [], 0.0, 0.0, 0
+    libm.stats.update(cells=0, host=0)
     for c0 in range(0, len(fs), chunk):
-        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+        part = fs[c0:c0 + chunk]
         sync()
         t0 = time.perf_counter()
-        vals = torch.stack(evaluate_many(fs[c0:c0 + chunk], p, dpanel=dp))
+        pl = plan(part, p)
+        vals = torch.stack(run_plan(pl, dp))
         sync()
         t1 = time.perf_counter()
         book = book_many(vals, fwd, rows)
@@ -184,73 +145,126 @@ def _score_torch(fs: list[str], p: ArrayPanel, device: str, chunk: int):
         t2 = time.perf_counter()
         t_eval += t1 - t0
         t_book += t2 - t1
-        vals_np.extend(vals.cpu().numpy())
-        gross_np.extend(book.gross.cpu().numpy())
-        tov_np.extend(book.turnover.cpu().numpy())
+        nbytes += _node_bytes(pl, p.T, p.N) + len(part) * (2 * p.T + (p.T - BOOK_FIRST)) * p.N * 8
+        v_np, g_np, tv_np = vals.cpu().numpy(), book.gross.cpu().numpy(), book.turnover.cpu().numpy()
+        digests.extend(_digests(v_np[i], g_np[i], tv_np[i]) for i in range(len(part)))
         del vals, book
-    return vals_np, gross_np, tov_np, t_eval, t_book
+    total = t_eval + t_book
+    return {"eval_s": round(t_eval, 3), "book_s": round(t_book, 3),
+            "answers_per_s": round(len(fs) / total, 2), "digests": digests,
+            "bytes_per_formula": nbytes // len(fs), "achieved_GBps": round(nbytes / total / 1e9, 1),
+            "share_of_bw": round(nbytes / total / H200_BW, 4),
+            "libm_values": libm.stats["cells"], "libm_host_values": libm.stats["host"],
+            "triton_rowsum": rowsum.status["triton"]}
 
 
-def run_gpu(args: argparse.Namespace) -> None:
-    """Torch batch scorer on ``args.device``: answers/s and the parity gate."""
-    import torch
+def gate(fs: list[str], ref: list, got: list) -> dict:
+    """Every formula's four digests equal; the worst (first failing, by kind) named."""
+    kinds = ("nan mask", "values", "gross", "turnover")
+    fails = [(i, kinds[next(k for k in range(4) if r[k] != g[k])])
+             for i, (r, g) in enumerate(zip(ref, got, strict=True)) if tuple(r) != tuple(g)]
+    fails.sort(key=lambda f: kinds.index(f[1]))
+    return {"formulas": len(fs), "bit_identical": len(fs) - len(fails), "fails": len(fails),
+            "worst": [(fs[i], k) for i, k in fails[:3]]}
 
-    from gymkit.bulk.parity import REL_TOL, inexact_ops
 
-    print(json.dumps({"torch": torch.__version__, "cuda": torch.cuda.is_available(),
-                      "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}), flush=True)
+def run_cpu(args: argparse.Namespace) -> None:
+    """The CPU scorer on this machine."""
     for n in args.n:
         p = synthetic(n, args.t)
         fs = formulas(p, args.count)
+        _warm(fs)
+        single = min(len(fs), args.single.get(n, len(fs)))
+        r = cpu_scorer(fs[:single], p, args.procs, single)
+        r.pop("digests")
+        print(json.dumps({"n": n, "t": p.T, **r}), flush=True)
+
+
+def cards(args: argparse.Namespace, out_dir: Path) -> dict:
+    """score-file --engine local --workers P vs --engine torch on the default market."""
+    import gymkit
+
+    env = gymkit.make("us46-default")
+    rng = np.random.default_rng(7)
+    src = out_dir / "cards_in.txt"
+    src.write_text("\n".join(to_text(random_formula(rng, env.market)) for _ in range(args.cards)) + "\n")
+    res = {"answers": args.cards}
+    outs = {}
+    for engine, extra in (("local", ["--workers", str(args.procs)]), ("torch", ["--device", args.device])):
+        out = out_dir / f"cards_{engine}.jsonl"
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "gymkit.cli", "score-file", str(src), "--out", str(out),
+                            "--no-progress", "--engine", engine, *extra], capture_output=True, text=True,
+                           cwd=out_dir)  # not the checkout: its gymkit/ would shadow the package
+        dt = time.perf_counter() - t0
+        res[f"{engine}_s"] = round(dt, 2)
+        res[f"{engine}_rc"] = r.returncode
+        if r.returncode:
+            res[f"{engine}_err"] = r.stderr[-600:]
+        outs[engine] = out.read_bytes() if out.exists() else b""
+    res["bytes_equal"] = bool(outs["local"]) and outs["local"] == outs["torch"]
+    return res
+
+
+def run_device(args: argparse.Namespace) -> None:
+    """Everything on the device machine (module doc); a JSON line per step, all in --out."""
+    import torch
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head = {"torch": torch.__version__, "cuda": torch.cuda.is_available(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "cpus": os.cpu_count(), "numpy": np.__version__}
+    try:
+        import numba
+
+        head["numba"] = numba.__version__
+    except ImportError:
+        head["numba"] = None
+    results = [head]
+    print(json.dumps(head), flush=True)
+    for n in args.n:
+        p = synthetic(n, args.t)
+        fs = formulas(p, args.count)
+        if n == args.n[0]:
+            t0 = time.perf_counter()
+            _warm(fs)
+            results.append({"numba_warm_s": round(time.perf_counter() - t0, 1)})
         chunk = len(fs) if n <= 100 else (args.chunk if n <= 1000 else max(args.chunk // 4, 1))
-        _score_torch(fs[:8], p, args.device, chunk)  # warm-up (CUDA context, allocator)
-        vals, gross, tov, t_eval, t_book = _score_torch(fs, p, args.device, chunk)
-        row = {"n": n, "t": p.T, "formulas": len(fs), "device": args.device, "chunk": chunk,
-               "eval_s": round(t_eval, 3), "book_s": round(t_book, 3),
-               "answers_per_s": round(len(fs) / (t_eval + t_book), 1)}
-        ref_json = Path(args.ref) / f"ref_{n}.json"
-        inexact = [bool(inexact_ops(parse(f, limits=False))) for f in fs]
-        if ref_json.exists():
-            meta = json.loads(ref_json.read_text())
-            assert meta["fingerprint"] == p.fingerprint, "synthetic panel differs from the reference's"
-            ref_gross = np.load(Path(args.ref) / f"ref_{n}.npz")["gross"]
-            fails = []
-            for i, f in enumerate(fs):
-                mask_d, val_d = _digest(vals[i])
-                rm, rv, rg, rt = meta["digests"][i]
-                if mask_d != rm:
-                    fails.append((i, "nan mask", f))
-                elif not inexact[i] and (val_d != rv or _digest(gross[i])[1] != rg or _digest(tov[i])[1] != rt):
-                    fails.append((i, "bits", f))
-                elif inexact[i]:
-                    d = np.abs(gross[i] - ref_gross[i])
-                    if np.nanmax(d / np.maximum(1.0, np.abs(ref_gross[i])), initial=0.0) > REL_TOL:
-                        fails.append((i, "gross beyond REL_TOL", f))
-            row.update(gate="numba digests", exact_formulas=len(fs) - sum(inexact), fails=len(fails),
-                       worst=fails[:3], cpu_answers_per_s_ref_machine=round(meta["cpu_answers_per_s"], 1))
-        else:
-            k = min(args.cpu_check, len(fs))
-            cv, _, _, ct_e, ct_b = _score_torch(fs[:k], p, "cpu", 16)
-            fails = [i for i in range(k) if _digest(cv[i])[0] != _digest(vals[i])[0]
-                     or (not inexact[i] and _digest(cv[i])[1] != _digest(vals[i])[1])]
-            row.update(gate=f"torch-cpu on the device, first {k}", fails=len(fails),
-                       worst=[fs[i] for i in fails[:3]], torch_cpu_answers_per_s=round(k / (ct_e + ct_b), 2))
+        single = min(len(fs), args.single.get(n, len(fs)))
+        cpu = cpu_scorer(fs, p, args.procs, single)
+        torch_scorer(fs[:8], p, args.device, chunk)  # warm-up (context, allocator, triton)
+        gpu = torch_scorer(fs, p, args.device, chunk)
+        row = {"n": n, "t": p.T, "chunk": chunk, **{k: v for k, v in cpu.items() if k != "digests"},
+               **{k: v for k, v in gpu.items() if k != "digests"}, "gate": gate(fs, cpu["digests"], gpu["digests"])}
+        results.append(row)
         print(json.dumps(row), flush=True)
+        (out_dir / "bench_device.json").write_text(json.dumps(results, indent=1))
+    if args.cards:
+        try:
+            row = cards(args, out_dir)
+        except Exception as exc:  # report it; keep the figures above
+            row = {"cards_error": f"{type(exc).__name__}: {exc}"}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    (out_dir / "bench_device.json").write_text(json.dumps(results, indent=1))
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["ref", "gpu"])
+    ap.add_argument("mode", choices=["cpu", "device"])
     ap.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[46])
     ap.add_argument("--t", type=int, default=1000)
     ap.add_argument("--count", type=int, default=1000, help="random formulas (plus the 101 alphas)")
-    ap.add_argument("--out", default="benchmarks/bulk_ref")
-    ap.add_argument("--ref", default="benchmarks/bulk_ref")
+    ap.add_argument("--single", type=lambda s: {int(k): int(v) for k, v in (kv.split(":") for kv in s.split(","))},
+                    default={46: 1101, 500: 200, 3000: 40}, help="N:K formulas timed in one process")
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", default="bench_bulk_out")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--chunk", type=int, default=256)
-    ap.add_argument("--cpu-check", type=int, default=64)
+    ap.add_argument("--cards", type=int, default=0, help="random answers for the card comparison (0: none)")
     args = ap.parse_args(argv)
-    (run_ref if args.mode == "ref" else run_gpu)(args)
+    (run_cpu if args.mode == "cpu" else run_device)(args)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from gymkit.bulk.ops import ranks2
+from gymkit.bulk.rowsum import seq_sum
 
 __all__ = ["BookBatch", "book_many", "book_weights_many"]
 
@@ -69,12 +70,8 @@ def book_many(values: torch.Tensor, fwd: torch.Tensor, rows: slice,
     sterm = (w - pos) * f0
     prev = torch.cat([torch.zeros_like(w[:, :1]), w[:, :-1]], dim=1)
     tterm = torch.abs(w - prev)
-    if exact:
-        long, short, turnover = (torch.zeros_like(w[..., 0]) for _ in range(3))
-        for j in range(w.shape[-1]):  # (acc + term_j), in stock order
-            long = long + lterm[..., j]
-            short = short + sterm[..., j]
-            turnover = turnover + tterm[..., j]
+    if exact:  # (acc + term_j), in stock order: one chain per row (rowsum.seq_sum)
+        long, short, turnover = seq_sum(torch.stack([lterm, sterm, tterm]))
     else:
         long, short, turnover = lterm.sum(dim=-1), sterm.sum(dim=-1), tterm.sum(dim=-1)
     gross = long + short

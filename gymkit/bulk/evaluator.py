@@ -237,4 +237,7 @@ def _call(op: str, node: _Node, args: list, dp: DevicePanel) -> torch.Tensor:
             return fn(args[0], args[1], fast=node.args[1])
         out = fn(*args)
         return out
-    return ops.PANEL_OPS[op](*args)
+    kernel = ops.PANEL_OPS.get(op)
+    if kernel is None:
+        raise DSLError("unknown_operator", -1, f"operator '{op}' has no torch kernel in gymkit.bulk.ops")
+    return kernel(*args)

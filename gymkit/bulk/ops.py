@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from gymkit.bulk import libm
+from gymkit.bulk import libm, rowsum
 
 Tensor = torch.Tensor
 _NAN = math.nan
@@ -245,11 +245,7 @@ def scale(x: Tensor) -> Tensor:
     CPU kernel: one step per stock); Σ|x| == 0 -> NaN row."""
     fin = _fin(x)
     ax = torch.abs(torch.where(fin, x, 0.0))
-    s = torch.zeros_like(x[..., 0])
-    c = torch.zeros_like(s)
-    for j in range(x.shape[-1]):
-        s, c = _neumaier(s, c, ax[..., j], fin[..., j])
-    s = (s + c)[..., None]
+    s = rowsum.neumaier_sum(ax, fin)[..., None]
     return torch.where((s > 0.0) & fin, clean(x / s), _NAN)
 
 
@@ -584,6 +580,26 @@ def ts_rank(x: Tensor, d: int) -> Tensor:
     return torch.where(_window_ok(x, d), v, _NAN)
 
 
+def ts_median(x: Tensor, d: int) -> Tensor:
+    """Median of the full finite window of the last d values (x + 0.0: -0.0 is +0.0); an
+    even d averages the two middle values as (a + b) / 2 (non-finite -> NaN)."""
+    b, t_len, n = x.shape
+    out = _nan_like(x)
+    ok = _window_ok(x, d)
+    half = d // 2
+    rows = max(1, (1 << 26) // max(1, b * n * d))  # bound the (B, rows, N, d) window block
+    for r0 in range(d - 1, t_len, rows):
+        r1 = min(t_len, r0 + rows)
+        win = torch.stack([x[:, r0 - lag:r1 - lag] for lag in range(d)], dim=-1) + 0.0
+        srt = torch.sort(win, dim=-1).values
+        if d % 2:
+            med = srt[..., half]
+        else:
+            med = clean((srt[..., half - 1] + srt[..., half]) / _t(2.0, x))
+        out[:, r0:r1] = torch.where(ok[:, r0:r1], med, _NAN)
+    return out
+
+
 def ts_ema(x: Tensor, d: int | list[int]) -> Tensor:
     """EMA, alpha 2/(d+1), seeded by the first full finite window's mean; a non-finite
     value gives NaN and restarts (the next seed is the next full finite window's mean).
@@ -634,7 +650,7 @@ PANEL_OPS: dict[str, object] = {
     "delay": delay, "ts_delta": ts_delta, "ts_mean": ts_mean, "ts_std": ts_std,
     "ts_sum": ts_sum, "ts_max": ts_max, "ts_min": ts_min, "ts_rank": ts_rank,
     "ts_argmax": ts_argmax, "ts_argmin": ts_argmin, "ts_product": ts_product,
-    "ts_decay_linear": ts_decay_linear, "ts_ema": ts_ema, "ts_skew": ts_skew,
+    "ts_decay_linear": ts_decay_linear, "ts_ema": ts_ema, "ts_median": ts_median, "ts_skew": ts_skew,
     "ts_kurt": ts_kurt, "ts_slope": ts_slope, "ts_corr": ts_corr, "ts_cov": ts_cov,
 }
 """Cross-sectional and time-series operators: (B, T, N) tensors (windows as ints)."""

@@ -1,9 +1,11 @@
 """Adapter for the ``verifiers`` RL-environments library (an optional extra; not gymkit.verifiers).
 
-:func:`load_environment` is the environment module's entry point under verifiers' loading
+:func:`load_environment` is the environment module's entry point under verifiers 0.2's loading
 convention: ``vf-eval gymkit.adapters.verifiers_env`` and prime-rl's
 ``verifiers.load_environment("gymkit.adapters.verifiers_env", **env_args)`` import this module
-and call it.  The installed verifiers release chooses the API:
+and call it.  verifiers 0.4 loads only installed top-level modules: its id is ``gymkit-alpha``
+(the package ``environments/gymkit_alpha``; :mod:`gymkit.adapters.verifiers_v1`).  The installed
+verifiers release chooses the API:
 
 * **verifiers 0.2.x** (legacy): a ``verifiers.SingleTurnEnv`` over a dataset of the split's
   briefs — ``prompt`` (chat messages from gymkit/prompt.py), ``answer`` (empty: there is no

@@ -65,14 +65,17 @@ def test_make_in_a_fresh_process_without_importing_gymkit() -> None:
         env = gymnasium.make(gym_id if major < 1 else "gymkit.adapters.gymnasium_env:" + gym_id)
         obs, info = env.reset(seed=0)
         _, reward, terminated, _, step = env.step("<alpha>rank(ts_std(volume, 8))</alpha>")
+        plain_after = type(gymnasium.make(gym_id).unwrapped).__name__  # registered now
         print(json.dumps({"eps": eps, "major": major, "plain_before": plain_before,
-                          "brief": info["brief"], "reward": reward, "valid": step["valid"]}))
+                          "plain_after": plain_after, "brief": info["brief"],
+                          "reward": reward, "valid": step["valid"]}))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, check=True, cwd="/")
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["eps"] == ["gymkit.adapters.gym_registration:register_envs"]
     assert got["plain_before"] == (got["major"] < 1)  # registered by the plugin loader on 0.x
+    assert got["plain_after"] == "GymkitEnv"
     from gymkit.adapters.common import get_env
 
     card = get_env("us46-default").score_group(["<alpha>rank(ts_std(volume, 8))</alpha>"],

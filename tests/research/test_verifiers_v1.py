@@ -87,19 +87,21 @@ def venv() -> Path:
     return path
 
 
-def test_rollouts_through_verifiers_nemo_gym_bridge(venv, renv, tmp_path) -> None:
-    """Tool texts, rewards and metrics equal the Python episode's (module doc)."""
-    with nemo_server(renv.env) as url:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        req = json.dumps({"url": url, "split": "probe", "budget": 4, "plans": PLANS})
-        p = _run([str(venv / "bin" / "python"), str(DRIVER)], input=req, cwd=tmp_path, env=env,
-                 timeout=600)
+def _driver(venv: Path, tmp_path: Path, url: str | None, plans) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    req = json.dumps({"url": url, "split": "probe", "budget": 4, "plans": plans})
+    p = _run([str(venv / "bin" / "python"), str(DRIVER)], input=req, cwd=tmp_path, env=env,
+             timeout=600)
     assert p.returncode == 0, _tail(p, 12)
-    got = json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _check(renv, got: dict, plans) -> None:
+    """Each rollout's tool texts, reward and metrics equal the Python episode's."""
     assert (got["taskset"], got["env"]) == ("GymkitResearchTaskset", "GymkitResearchEnv")
     assert got["n_tasks"] == got["n_keys"] == 50
     brief = brief_text_of(got["brief_id"])
-    for (calls, final), out in zip(PLANS, got["rollouts"], strict=True):
+    for (calls, final), out in zip(plans, got["rollouts"], strict=True):
         assert out["listed"] == ["backtest", "compare", "describe", "submit"]
         ep = renv.episode(brief, budget=4)
         want = [ep.step({"name": n, "arguments": a}).observation for n, a in calls]
@@ -115,4 +117,18 @@ def test_rollouts_through_verifiers_nemo_gym_bridge(venv, renv, tmp_path) -> Non
         assert out["metrics"]["valid"] == float(ep.result.valid)
         assert out["info"]["transcript_sha256"] == hashlib.sha256(
             ep.transcript_json().encode()).hexdigest()
+
+
+def test_rollouts_through_verifiers_nemo_gym_bridge(venv, renv, tmp_path) -> None:
+    """Against the server on 127.0.0.1 (module doc)."""
+    with nemo_server(renv.env) as url:
+        got = _driver(venv, tmp_path, url, PLANS)
+    _check(renv, got, PLANS)
     assert [o["metrics"]["submitted"] for o in got["rollouts"]] == [1.0, 1.0, 0.0]
+
+
+def test_the_env_serves_the_resources_server_itself(venv, renv, tmp_path) -> None:
+    """No resources_url: GymkitResearchEnv.start() serves it on 127.0.0.1, stop() ends it."""
+    got = _driver(venv, tmp_path, None, PLANS[1:2])
+    _check(renv, got, PLANS[1:2])
+    assert got["served_at"].startswith("http://127.0.0.1:") and got["after_stop"] is None

@@ -1,8 +1,11 @@
 """Run scripted research rollouts through verifiers 0.4's own code (not a test module: it runs
 in the throwaway verifiers-0.4 venv, started by test_verifiers_v1.py).
 
-stdin: ``{"url", "split", "budget", "plans": [[[tool, args], ...], final_text or null], ...]}``.
-The taskset and Env classes come from verifiers' plugin loader (``gymkit-research``); per plan,
+stdin: ``{"url", "split", "budget", "plans": [[[tool, args], ...], final_text or null], ...]}``;
+``"url": null`` runs the managed form instead: the loaded Env (``GymkitResearchEnv``) is built
+from a ``SingleAgentEnvConfig`` and started, so it serves gymkit's resources server itself, and
+stopped after the rollouts.  The taskset and Env classes come from verifiers' plugin loader
+(``gymkit-research``); per plan,
 ``NeMoGymTask.setup`` seeds the session on the server at ``url``, verifiers'
 ``NeMoGymToolset.list_tools`` / ``call_tool`` run the tools, the trace holds the scripted
 assistant turns and the tool messages, and ``Task.score`` posts /verify through
@@ -61,17 +64,33 @@ async def rollout(task, calls, final_text):
             "metrics": dict(trace.metrics), "info": trace.info.get("nemo_gym", {})}
 
 
+async def managed(cfg, env_cls, plans):
+    """The Env serves the resources server itself between start() and stop()."""
+    env = env_cls(vf.SingleAgentEnvConfig(taskset=cfg))
+    await env.start()
+    try:
+        url = env.taskset.config.task.resources_url
+        tasks = list(env.taskset)
+        outs = [await rollout(tasks[0], calls, final) for calls, final in plans]
+    finally:
+        await env.stop()
+    return tasks, outs, {"served_at": url, "after_stop": env.taskset.config.task.resources_url}
+
+
 def main() -> None:
     req = json.load(sys.stdin)
     cls, env_cls = taskset_class(TASKSET_ID), environment_class(TASKSET_ID)
     cfg = taskset_config_type(TASKSET_ID)(id=TASKSET_ID, split=req["split"], budget=req["budget"],
                                           task=NeMoGymTaskConfig(resources_url=req["url"]))
-    tasks = list(cls(cfg))
-    task = tasks[0]
-    outs = [asyncio.run(rollout(task, calls, final)) for calls, final in req["plans"]]
+    extra = {}
+    if req["url"] is None:
+        tasks, outs, extra = asyncio.run(managed(cfg, env_cls, req["plans"]))
+    else:
+        tasks = list(cls(cfg))
+        outs = [asyncio.run(rollout(tasks[0], calls, final)) for calls, final in req["plans"]]
     print(json.dumps({"taskset": cls.__name__, "env": env_cls.__name__, "n_tasks": len(tasks),
-                      "n_keys": len({t.key for t in tasks}), "brief_id": task.data.id,
-                      "rollouts": outs}))
+                      "n_keys": len({t.key for t in tasks}), "brief_id": tasks[0].data.id,
+                      "rollouts": outs, **extra}))
 
 
 if __name__ == "__main__":

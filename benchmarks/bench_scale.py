@@ -4,7 +4,10 @@ For N in {46, 500, 3000} stocks (seeded synthetic OHLCV panels, T = 3,556 sessio
 few formulas, times in ONE process, interleaved, CPU time, median of ``--reps``:
 
 * gymkit: ``evaluate(formula, panel, cache=None)`` and ``book_pnl`` (rank → demean →
-  gross 1 → gross P&L, turnover, legs, IC) over the judged rows;
+  gross 1 → gross P&L, turnover, legs, IC) over the judged rows, with the stock-major
+  forward returns built once per window as the oracle does (before 2026-12-02 the book
+  timing rebuilt them on every call: 2 transposed (T, N) copies, about half the book's
+  time at N = 3,000);
 * pandas: the same formula with vectorised DataFrame operations on the wide (T, N) frame,
   then ``rank(axis=1)`` → demean → gross 1 → P&L and turnover;
 * polars: the same on the long (date, stock) frame with ``over`` windows.
@@ -13,7 +16,17 @@ Reports ns per cell (time / (T·N)) and the growth exponent in N (least-squares 
 log time against log N over the three sizes; 1.0 is linear).  ``--memory`` instead reports
 the peak RSS of one evaluate + book at N = 3,000, T = 10,000 (a separate process each).
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--reps 5] [--sizes 46,500,3000]``
+``--card`` instead times the whole score card per phase (CPU time, cold evaluation cache per
+answer, median of ``--reps``): ``env.score`` on a ``us46-default`` environment built on the
+synthetic panel (R3 off, novelty against a full 1,024-entry archive), its phases re-timed
+one by one through the same library calls (parse, evaluate, book + costs, metrics, CPCV,
+factor regression, novelty), and the stress phase (R3) with two synthetic stress worlds
+(seeded panels on the same dates and tickers) on the CPCV-only path
+(``gymkit.scoring.run_stress``, memo cleared) next to the full-backtest path it replaced
+(``gymkit.jepa.worlds.world_score`` per world); pandas and polars run the same formulas'
+evaluate + rank-book in the same loop.
+
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--reps 5] [--sizes 46,500,3000] [--card]``
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ import polars as pl
 from gymkit.audit.lookahead import synthetic_panel
 from gymkit.dsl import evaluate
 from gymkit.verifiers import book_pnl, forward_open_returns
+from gymkit.verifiers.book import ForwardByStock, split_forward_returns
 
 T = 3556
 BURN_IN = 260
@@ -119,16 +133,19 @@ def measure(n: int, reps: int) -> dict[str, dict[str, float]]:
     panel = synthetic_panel(seed=n, t=T, n=n)
     fwd = forward_open_returns(panel.open)
     rows = slice(BURN_IN, T)
+    # the stock-major forward returns are built once per window, as the oracle's context does
+    # (and as pandas/polars get their frames built once)
+    by_stock = ForwardByStock(split_forward_returns(fwd), rows)
     frames = {k: pd.DataFrame(np.asarray(getattr(panel, k))) for k in ("open", "close", "volume")}
     fwd_pd = pd.DataFrame(fwd)
     df = polars_frame(panel)
     out: dict[str, dict[str, float]] = {}
     for text, name in FORMULAS.items():
         values = evaluate(text, panel, cache=None)  # warm the kernels
-        book_pnl(values, fwd, rows)
+        book_pnl(values, fwd, rows, fwd_by_stock=by_stock)
         cases = {
             "evaluate": lambda text=text: evaluate(text, panel, cache=None),
-            "book": lambda values=values: book_pnl(values, fwd, rows),
+            "book": lambda values=values: book_pnl(values, fwd, rows, fwd_by_stock=by_stock),
             "pandas": lambda name=name: pandas_book(pandas_values(name, frames), fwd_pd),
             "polars": lambda name=name: polars_run(name, df),
         }
@@ -138,6 +155,129 @@ def measure(n: int, reps: int) -> dict[str, dict[str, float]]:
                 times[k].append(_cpu(fn))
         out[name] = {k: statistics.median(v) for k, v in times.items()}
     return out
+
+
+CARD_PHASES = ("parse", "evaluate", "book", "metrics", "cpcv", "factors", "novelty")
+
+
+def measure_card(n: int, reps: int) -> dict[str, dict[str, float]]:
+    """Median CPU seconds per formula: the whole card, each phase, stress new/old, pandas, polars."""
+    import dataclasses
+
+    import gymkit
+    import gymkit.scoring as sc
+    from gymkit.dsl.cache import DEFAULT_CACHE
+    from gymkit.jepa.worlds import StressWorld, world_score
+    from gymkit.verifiers import compute_metrics
+    from gymkit.verifiers.context import window_context
+
+    panel = synthetic_panel(seed=n, t=T, n=n)
+    full = gymkit.make("us46-default")
+    channels = tuple(c for c in full.config.channels if c != "jepa_stress")
+    env = gymkit.make("us46-default", market=panel, channels=channels,
+                      archive={"seed": "none", "capacity": 1024})
+    rng = np.random.default_rng(n)
+    while len(env.archive) < env.archive.capacity:  # novelty against a full archive
+        env.archive.add(f"entry{len(env.archive)}", rng.normal(0.0, 0.01, env.n_days))
+    s = env.setup
+    worlds = []
+    for k in (1, 2):  # synthetic stress worlds: other seeded prices on the same dates and tickers
+        worlds.append(StressWorld(f"world{k}", "synthetic", 0.0, _world_like(s.train, 10_000 * k + n)))
+    stressed = dataclasses.replace(s, worlds=tuple(worlds))
+    ctx = window_context(s.train, s.split, "train", s.burn_in)
+    _ = ctx.factors  # the factor model is built once per window, not per answer
+    frames = {k: pd.DataFrame(np.asarray(getattr(panel, k))) for k in ("open", "close", "volume")}
+    fwd_pd = pd.DataFrame(forward_open_returns(panel.open))
+    df = polars_frame(panel)
+    out: dict[str, dict[str, float]] = {}
+    for text, name in FORMULAS.items():
+        answer = f"<alpha>{text}</alpha>"
+        env.score(answer)  # load every kernel once
+        for w in worlds:
+            world_score(sc.book_input(parse_expr(text)), w.panel, s.split, s.costs, s.cpcv, s.burn_in, None)
+
+        def phases(answer: str = answer, name: str = name) -> dict[str, float]:
+            DEFAULT_CACHE.clear()
+            t: dict[str, float] = {}
+            st = _timed(t, "parse", lambda: sc.gate_text(answer, s))
+            values = _timed(t, "evaluate", lambda: sc.evaluate(sc.book_input(st.expr), s.train, cache=s.cache))
+            wv = values[int(np.searchsorted(s.train.dates, ctx.panel.dates[0])):][: ctx.panel.T]
+            book = _timed(t, "book", lambda: book_pnl(wv, ctx.fwd, ctx.judged.rows, fwd_by_stock=ctx.fwd_by_stock))
+            cost = _timed(t, "book", lambda: s.costs.daily(book.weights, book.turnover, None), add=True)
+            net = book.gross - cost
+            m = _timed(t, "metrics", lambda: compute_metrics(net, book.gross, book.turnover, book.ic,
+                                                             book.long, book.short, ctx.market))
+            _timed(t, "cpcv", lambda: s.cpcv.evaluate(net, full_sharpe=m.sharpe))
+            _timed(t, "factors", lambda: ctx.factors.regress(book.gross, cost))
+            run = sc.gate_text(answer, s)
+            sc.run_oracle(run, s)
+            sc.gate_book(run, s)
+            _timed(t, "novelty", lambda: sc.novelty_of(run, env.archive, 0))
+            DEFAULT_CACHE.clear()
+            _timed(t, "card", lambda: env.score(answer))
+            DEFAULT_CACHE.clear()
+            stressed.stress_memo._entries.clear()
+            _timed(t, "stress", lambda: sc.run_stress(run, stressed))
+            DEFAULT_CACHE.clear()
+            _timed(t, "stress_full_path", lambda: [world_score(sc.book_input(run.expr), w.panel, s.split,
+                                                               s.costs, s.cpcv, s.burn_in, s.cache)
+                                                   for w in worlds])
+            _timed(t, "stress_rescored", lambda: sc.run_stress(run, stressed))
+            _timed(t, "pandas", lambda: pandas_book(pandas_values(name, frames), fwd_pd))
+            _timed(t, "polars", lambda: polars_run(name, df))
+            return t
+
+        runs = [phases() for _ in range(reps)]
+        out[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    DEFAULT_CACHE.clear()
+    return out
+
+
+def _world_like(train, seed: int):
+    """A synthetic stress world of ``train``: seeded prices and volumes on its dates and tickers."""
+    other = synthetic_panel(seed=seed, t=train.T, n=train.N)
+    return train.replace(**{k: np.asarray(getattr(other, k)) for k in ("open", "high", "low", "close", "volume")},
+                         cap=np.asarray(other.close) * 1e6)
+
+
+def parse_expr(text: str):
+    """The parsed formula (all fields and levels allowed)."""
+    from gymkit.dsl import parse
+
+    return parse(text)
+
+
+def _timed(t: dict[str, float], key: str, fn, add: bool = False):
+    t0 = time.process_time()
+    r = fn()
+    dt = time.process_time() - t0
+    t[key] = t.get(key, 0.0) + dt if add else dt
+    return r
+
+
+def print_card(sizes: list[int], reps: int) -> None:
+    """Markdown tables of :func:`measure_card` over ``sizes``."""
+    res = {n: measure_card(n, reps) for n in sizes}
+    print("\n| formula | N | card ms | " + " | ".join(CARD_PHASES) + " | card ns/cell | book ns/cell "
+          "| stress ms (CPCV-only) | stress ms (full path) | stress re-scored ms | stress / card "
+          "| pandas ms | polars ms | pandas / (eval+book) | polars / (eval+book) |")
+    print("|---|---|---|" + "---|" * len(CARD_PHASES) + "---|---|---|---|---|---|---|---|---|---|")
+    for name in FORMULAS.values():
+        for n in sizes:
+            r = res[n][name]
+            eb = r["evaluate"] + r["book"]
+            print(f"| {name} | {n} | {1e3 * r['card']:.1f} | "
+                  + " | ".join(f"{1e3 * r[k]:.2f}" for k in CARD_PHASES)
+                  + f" | {1e9 * r['card'] / (T * n):.1f} | {1e9 * r['book'] / (T * n):.1f} "
+                  f"| {1e3 * r['stress']:.1f} | {1e3 * r['stress_full_path']:.1f} | {1e3 * r['stress_rescored']:.2f} "
+                  f"| {r['stress'] / r['card']:.2f} | {1e3 * r['pandas']:.1f} | {1e3 * r['polars']:.1f} "
+                  f"| {r['pandas'] / eb:.1f}x | {r['polars'] / eb:.1f}x |")
+    if len(sizes) > 1:
+        print("\n| formula | growth exponent in N: card | book | stress |")
+        print("|---|---|---|---|")
+        for name in FORMULAS.values():
+            e = [exponent(sizes, [res[n][name][k] for n in sizes]) for k in ("card", "book", "stress")]
+            print(f"| {name} | {e[0]:.2f} | {e[1]:.2f} | {e[2]:.2f} |")
 
 
 def exponent(sizes: list[int], secs: list[float]) -> float:
@@ -181,6 +321,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", default="46,500,3000")
     ap.add_argument("--memory", action="store_true", help="peak RSS at N = 3,000, T = 10,000")
+    ap.add_argument("--card", action="store_true", help="the whole card per phase, stress included")
     ap.add_argument("--memory-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.memory_child:
@@ -193,6 +334,10 @@ def main() -> None:
     print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
           f"python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}, "
           f"polars {pl.__version__}, load avg {os.getloadavg()[0]:.2f}")
+    if args.card:
+        print_card(sizes, args.reps)
+        print(f"\n(load avg at end {os.getloadavg()[0]:.2f}; one process, CPU time, median of {args.reps})")
+        return
     results = {n: measure(n, args.reps) for n in sizes}
     print("\n| formula | N | gymkit evaluate ns/cell | gymkit book ns/cell | gymkit total ms "
           "| pandas ms | polars ms | pandas / gymkit | polars / gymkit |")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
+
 import pytest
 
 from gymkit.adapters.common import clear_memo, get_env
@@ -65,3 +69,29 @@ def make_tokenizer(texts: list[str], whole: list[str] | None = None):
 @pytest.fixture(scope="session")
 def tokenizer():
     return make_tokenizer(GROUP)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def real_verifiers():
+    """The ``verifiers`` library (skip if absent), never the checkout's ``verifiers/`` folder.
+
+    ``python -m pytest`` from the checkout root puts the root first on ``sys.path``, where the
+    source folder of ``gymkit.verifiers`` would import as a top-level ``verifiers`` and shadow
+    the library; the root is left out while importing it.
+    """
+    mod = sys.modules.get("verifiers")
+    if mod is None:
+        saved = sys.path[:]
+        sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO]
+        try:
+            mod = importlib.import_module("verifiers")
+        except ImportError:
+            pytest.skip("verifiers is an optional extra")
+        finally:
+            sys.path[:] = saved
+    where = Path(getattr(mod, "__file__", "") or ".").resolve()
+    assert not where.is_relative_to(REPO / "verifiers"), (
+        f"'verifiers' was imported from the checkout ({where}), not the library")
+    return mod

@@ -14,7 +14,7 @@ import pytest
 
 from gymkit.adapters.common import brief_text_of
 
-from .conftest import GROUP, make_tokenizer
+from .conftest import GROUP, make_tokenizer, real_verifiers
 from .fake_openai import FakeOpenAI
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "trainers.md"
@@ -124,7 +124,7 @@ def test_verl_example(env) -> None:
 
 
 def test_verifiers_example(env, monkeypatch) -> None:
-    vf = pytest.importorskip("verifiers")
+    vf = real_verifiers()
     from gymkit.adapters.verifiers_env import verifiers_api
 
     if verifiers_api() != "legacy":

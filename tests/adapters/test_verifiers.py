@@ -13,10 +13,10 @@ import pytest
 
 from gymkit.adapters.common import brief_text_of, completion_text
 
-from .conftest import GROUP, VALID
+from .conftest import GROUP, VALID, real_verifiers
 from .fake_openai import FakeOpenAI
 
-vf = pytest.importorskip("verifiers", reason="verifiers is an optional extra")
+vf = real_verifiers()
 from gymkit.adapters import common  # noqa: E402
 from gymkit.adapters.verifiers_env import verifiers_api  # noqa: E402
 

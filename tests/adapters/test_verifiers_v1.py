@@ -15,18 +15,18 @@ import pytest
 
 from gymkit.adapters.common import brief_text_of
 
-from .conftest import GROUP, VALID
+from .conftest import GROUP, VALID, real_verifiers
 
-pytest.importorskip("verifiers", reason="verifiers is an optional extra")
-from gymkit.adapters.verifiers_env import load_environment, verifiers_api
+real_verifiers()
+from gymkit.adapters.verifiers_env import load_environment, verifiers_api  # noqa: E402
 
 if verifiers_api() != "v1":
     pytest.skip("installed verifiers is 0.2.x (legacy API): see test_verifiers.py",
                 allow_module_level=True)
 
-import verifiers.v1 as vf
-from verifiers.v1.graph import MessageNode
-from verifiers.v1.trace import AgentInfo, Trace, TraceTask
+import verifiers.v1 as vf  # noqa: E402
+from verifiers.v1.graph import MessageNode  # noqa: E402
+from verifiers.v1.trace import AgentInfo, Trace, TraceTask  # noqa: E402
 
 
 def _trace(task, text):

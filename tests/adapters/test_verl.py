@@ -18,14 +18,11 @@ manager and its batch reward manager.  Every score is compared with ``env.score_
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import os
 import re
-import site
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +33,7 @@ import gymkit.adapters.verl as gverl
 from gymkit.adapters.common import INTERNAL_REWARD, brief_text_of
 
 from .conftest import GROUP, VALID
+from .overlay import overlay_venv
 
 
 @pytest.fixture(scope="module")
@@ -102,37 +100,6 @@ def test_docs_give_the_verl_install() -> None:
     assert f"`{cmd}`" in text, f"docs/trainers.md should give the verl install: {cmd}"
 
 
-def _overlay(install: list[list[str]]) -> Path:
-    """A venv over this one with the ``install`` commands run in it (built once, then reused)."""
-    import fcntl
-
-    root = Path(os.environ.get("GYMKIT_TEST_VENVS",
-                               Path.home() / ".cache" / "gymkit" / "test-venvs"))
-    root.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(repr((sys.prefix, install)).encode()).hexdigest()[:12]
-    path = root / f"verl-overlay-{key}"
-    py = path / "bin" / "python"
-    with open(root / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (path / ".ready").exists():
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
-            purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig."
-                                      "get_path('purelib'))"], capture_output=True, text=True,
-                                     check=True).stdout.strip()
-            lines = [f"import site; site.addsitedir({d!r})\n" for d in site.getsitepackages()]
-            Path(purelib, "_gymkit_parent_env.pth").write_text("".join(lines))
-            for cmd in install:
-                p = subprocess.run([str(py), "-m", *cmd, "-q"], capture_output=True, text=True,
-                                   timeout=1800)
-                if p.returncode:
-                    tail = [ln for ln in (p.stdout + p.stderr).splitlines()
-                            if ln.strip() and "is ignored" not in ln][-3:]
-                    pytest.skip(f"`{' '.join(cmd)}` failed in the overlay venv {path} (no "
-                                f"reachable package index or cache?): {' | '.join(tail)}")
-            (path / ".ready").touch()
-    return path
-
-
 @pytest.mark.slow
 def test_verl_path_in_an_overlay_venv() -> None:
     """Where verl is not importable (the ``test`` extra), its tests run in the overlay venv.
@@ -146,7 +113,7 @@ def test_verl_path_in_an_overlay_venv() -> None:
     install = VERL_INSTALL
     if HAVE_VERL:  # forced here: this environment's verl would satisfy the first command
         install = [[*VERL_INSTALL[0], "--ignore-installed"], *VERL_INSTALL[1:]]
-    py = _overlay(install) / "bin" / "python"
+    py = overlay_venv("verl-overlay", install) / "bin" / "python"
     where = subprocess.run([str(py), "-c", "import verl, gymkit; print(verl.__version__, "
                             "verl.__file__, gymkit.__file__)"], capture_output=True, text=True,
                            check=True).stdout.split()

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The bulk scorer's device run (issue 26), as sent to the H200 machine from the repo root:
 #   bash benchmarks/bench_bulk_device.sh OUT_DIR [N_LIST] [CARDS]
-# The device has torch/numba/numpy/scipy but no gymkit and no polars: polars comes as
-# wheels in .whl/ (carried), gymkit is laid out as a package in /tmp/pkg (its package-dir
-# mapping: gymkit.dsl = dsl/, gymkit.verifiers = verifiers/, ...), nothing is built.
+# The device has torch/numba/numpy/scipy but no gymkit and no polars: polars comes in
+# .whl/ (carried: the polars + polars-runtime-32 wheels, or both unpacked into one
+# polars.tar.xz, 33 MB instead of 52, to fit the 64 MiB carry), gymkit is laid out as a
+# package in /tmp/pkg (its package-dir mapping: gymkit.dsl = dsl/, ...), nothing is built.
 set -euo pipefail
 out=${1:?OUT_DIR}; ns=${2:-46,500}; cards=${3:-200}
 if [ -d .whl ] && ! python3 -c "import polars" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  mkdir -p /tmp/site
+  if [ -f .whl/polars.tar.xz ]; then tar xJf .whl/polars.tar.xz -C /tmp/site
+  else python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  fi
 fi
-rm -rf /tmp/pkg && mkdir -p /tmp/pkg
-cp -r gymkit /tmp/pkg/gymkit
-for d in dsl verifiers jepa data; do rm -rf "/tmp/pkg/gymkit/$d"; cp -r "$d" "/tmp/pkg/gymkit/$d"; done
+if [ ! -d /tmp/pkg/gymkit ]; then  # once per machine: a second run keeps numba's cache
+  mkdir -p /tmp/pkg && cp -r gymkit /tmp/pkg/gymkit
+  for d in dsl verifiers jepa data; do rm -rf "/tmp/pkg/gymkit/$d"; cp -r "$d" "/tmp/pkg/gymkit/$d"; done
+fi
 export PYTHONPATH=/tmp/pkg:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 mkdir -p "$out"
 python3 benchmarks/bench_bulk.py device --n "$ns" --procs "$(nproc)" --out "$out" --cards "$cards" \

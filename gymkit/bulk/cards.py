@@ -73,7 +73,7 @@ class BulkScorer:
                 if vals is None:
                     self.failed += 1
                     continue
-                arr = np.ascontiguousarray(vals.cpu().numpy(), dtype=np.float64)
+                arr = np.array(vals.cpu().numpy(), dtype=np.float64, copy=True)  # not a view of a batch
                 self.setup.cache.put((to_text(node), panel.fingerprint), arr)
                 stored += 1
         self.filled += len(nodes)

@@ -51,6 +51,9 @@ _LN2_LO = 1.90821492927058770002e-10
 _SQRT_HALF = math.sqrt(0.5)
 _TABLE = 256
 
+CHUNK = 1 << 25
+"""Values per piece on the device path (~40 temporaries of this size are alive at once)."""
+
 force_device_path = False
 """Take the device path on CPU tensors too (tests: CI has no GPU)."""
 
@@ -161,7 +164,17 @@ def log_exact(a: Tensor) -> Tensor:
     """The CPU scorer's ``log`` of ``a`` (NaN where a is not finite or <= 0), bit for bit."""
     if a.device.type == "cpu" and not force_device_path:
         return torch.from_numpy(np.asarray(_host_kernel("log")(np.ascontiguousarray(a.numpy()))))
-    return _log_dd(a)
+    return _chunked(_log_dd, a)
+
+
+def _chunked(fn, *args: Tensor) -> Tensor:
+    """``fn`` over flat pieces of at most ``CHUNK`` values (its temporaries stay bounded)."""
+    shape = args[0].shape
+    if args[0].numel() <= CHUNK:
+        return fn(*args)
+    flat = [x.reshape(-1) for x in args]
+    parts = [fn(*(x[i:i + CHUNK] for x in flat)) for i in range(0, flat[0].numel(), CHUNK)]
+    return torch.cat(parts).view(shape)
 
 
 def _log_dd(a: Tensor) -> Tensor:
@@ -187,7 +200,7 @@ def pow_exact(a: Tensor, b: Tensor, signed: bool = False) -> Tensor:
     if a.device.type == "cpu" and not force_device_path:
         fn = _host_kernel(name)
         return torch.from_numpy(np.asarray(fn(np.ascontiguousarray(a.numpy()), np.ascontiguousarray(b.numpy()))))
-    return _pow_dd(a, b, name)
+    return _chunked(lambda x, y: _pow_dd(x, y, name), a, b)
 
 
 def _pow_dd(a: Tensor, b: Tensor, name: str) -> Tensor:

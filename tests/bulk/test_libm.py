@@ -54,6 +54,18 @@ def test_device_path_bit_identical_to_numba(name: str) -> None:
     assert ok.all(), f"{name}: {(~ok).sum()} values differ, e.g. x={x[i]}, y={y[i]}, numba={ref[i]}, got={got.numpy()[i]}"
 
 
+def test_chunked_device_path_equals_one_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = _hostile(5_000, 11)
+    X, Y = torch.tensor(x).view(50, 100), torch.tensor(y).view(50, 100)
+    monkeypatch.setattr(libm, "force_device_path", True)
+    whole = [libm.log_exact(X), libm.pow_exact(X, Y), libm.pow_exact(X, Y[:1], signed=True)]
+    monkeypatch.setattr(libm, "CHUNK", 777)
+    pieces = [libm.log_exact(X), libm.pow_exact(X, Y), libm.pow_exact(X, Y[:1], signed=True)]
+    for w, p in zip(whole, pieces, strict=True):
+        assert w.shape == (50, 100) and _bits_equal(w.numpy(), p.numpy()).all()
+    assert _bits_equal(KERNELS["signed_power"](x.reshape(50, 100), y.reshape(50, 100)[:1]), pieces[2].numpy()).all()
+
+
 def test_the_host_fallback_is_what_makes_it_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the host fallback the correctly rounded result differs from glibc's on some
     values (glibc is within 0.52 ULP, not correctly rounded): the gate above can fail."""

@@ -202,6 +202,8 @@ _ROWS: tuple[OpSpec, ...] = (
     _ts("delay", "lag", "x, d sessions ago (NaN for the first d sessions)", lb=LB_ADD_D),
     _ts("ts_delta", "lag", "x today minus x d sessions ago", ("delta",), lb=LB_ADD_D),
     _ts("ts_mean", "ts_stat", "mean of the last d sessions"),
+    _ts("ts_median", "ts_stat", "median of the last d sessions (d even: the mean of the two "
+        "middle values)"),
     _ts("ts_std", "ts_stat", "standard deviation (ddof 1) of the last d sessions, as pandas; "
         "* a constant window gives 0, d = 1 gives NaN", ("stddev",)),
     _ts("ts_sum", "ts_stat", "sum of the last d sessions", ("sum",)),

@@ -181,6 +181,11 @@ def pandas_ts_std(x, d):
     return _done(_rolling(x, d).std())
 
 
+def ts_median(x, d):
+    """pandas rolling median."""
+    return _done(_rolling(x, d).median())
+
+
 def ts_std(x, d):
     """Two-pass std (ddof=1) on numpy windows; a constant window is exactly 0."""
     if d == 1:
@@ -317,7 +322,7 @@ REFERENCE: dict[str, Callable] = {
     "sign": _unary(np.sign), "signed_power": _signed_power,
     "min": _minmax(np.minimum), "max": _minmax(np.maximum),
     "rank": rank, "scale": scale, "group_neutralize": group_neutralize,
-    "delay": delay, "ts_delta": ts_delta, "ts_mean": ts_mean, "ts_std": ts_std,
+    "delay": delay, "ts_delta": ts_delta, "ts_mean": ts_mean, "ts_median": ts_median, "ts_std": ts_std,
     "ts_sum": ts_sum, "ts_max": ts_max, "ts_min": ts_min, "ts_rank": ts_rank,
     "ts_argmax": ts_argmax, "ts_argmin": ts_argmin, "ts_product": ts_product,
     "ts_decay_linear": ts_decay_linear, "ts_ema": ts_ema, "ts_skew": ts_skew,

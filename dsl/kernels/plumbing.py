@@ -80,14 +80,18 @@ def rows_kernel(engine: Callable, name: str, doc: str) -> Callable:
     return kernel
 
 
-def window_kernel(engine: Callable, name: str, doc: str) -> Callable:
-    """Public (x, d) kernel ``name``: ``engine(x, d, out)`` over the whole panel."""
+def window_kernel(engine: Callable, name: str, doc: str, stat: int | None = None) -> Callable:
+    """Public (x, d) kernel ``name``: ``engine(x, d, out)`` over the whole panel, or
+    ``engine(x, d, out, stat)`` when the engine serves several statistics."""
 
     def kernel(x: np.ndarray, d: int) -> np.ndarray:
         x = as_matrix(x, name)
         d = as_window(d, name)
         out = np.empty(x.shape)
-        engine(x, d, out)
+        if stat is None:
+            engine(x, d, out)
+        else:
+            engine(x, d, out, stat)
         return out
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -95,8 +99,8 @@ def window_kernel(engine: Callable, name: str, doc: str) -> Callable:
     return kernel
 
 
-def pair_window_kernel(engine: Callable, name: str, doc: str) -> Callable:
-    """Public (x, y, d) kernel ``name``: ``engine(x, y, d, out)`` over the whole panel."""
+def pair_window_kernel(engine: Callable, name: str, doc: str, stat: int) -> Callable:
+    """Public (x, y, d) kernel ``name``: ``engine(x, y, d, out, stat)`` over the whole panel."""
 
     def kernel(x: np.ndarray, y: np.ndarray, d: int) -> np.ndarray:
         x = as_matrix(x, name)
@@ -105,7 +109,7 @@ def pair_window_kernel(engine: Callable, name: str, doc: str) -> Callable:
             raise ValueError(f"{name}: x and y shapes differ: {x.shape} vs {y.shape}")
         d = as_window(d, name)
         out = np.empty(x.shape)
-        engine(x, y, d, out)
+        engine(x, y, d, out, stat)
         return out
 
     kernel.__name__ = kernel.__qualname__ = name

@@ -30,9 +30,22 @@ __all__ = ["build_worlds", "configure", "run", "train_checkpoint"]
 
 SHIPPED_CHECKPOINT = "us46_jepa.npz"
 WORLD_SEED = 20250821
-#: ``gymkit jepa train --short``: the seconds-long configuration of the tests.
+#: ``gymkit jepa train --short``: the seconds-long configuration of the tests (the stride
+#: shrinks on a short train window so that 10 training pairs fit: :func:`short_config`).
 SHORT_CONFIG = {"epochs": 1, "stride": 97, "batch": 8}
 SHORT_DECODER_STEPS = 20
+
+
+def short_config(n_days: int):
+    """The ``--short`` :class:`~gymkit.jepa.model.JEPAConfig` for a train panel of ``n_days``
+    return days: :data:`SHORT_CONFIG`, with the stride lowered to fit 10 training pairs."""
+    import dataclasses
+
+    from .model import JEPAConfig
+
+    c = dataclasses.replace(JEPAConfig(), **SHORT_CONFIG)
+    room = (n_days - 2 * c.window - c.val_days - c.select_days) // 10
+    return dataclasses.replace(c, stride=max(1, min(c.stride, room)))
 
 
 def _train_panel(path: str | None, split: Split | None = None) -> Panel:
@@ -257,8 +270,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                                                "the market's user cache folder)")
     p.add_argument("--epochs", type=int, default=None, help="training epochs (default: config)")
     p.add_argument("--short", action="store_true",
-                   help="train: the seconds-long test configuration (1 epoch, pairs every 97 days, "
-                        "batch 8, 20 decoder steps); its model gates are not expected to pass")
+                   help="train: the seconds-long test configuration (1 epoch, pairs every 97 days "
+                        "or fewer on a short market, batch 8, 20 decoder steps); its model gates "
+                        "are not expected to pass")
     p.add_argument("--seed", type=int, default=None, help="training seed / world seed")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
@@ -321,12 +335,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         extra = {}
         if args.short:
-            import dataclasses
-
-            from .model import JEPAConfig
-
-            extra = {"config": dataclasses.replace(JEPAConfig(), **SHORT_CONFIG),
-                     "decoder_steps": SHORT_DECODER_STEPS}
+            extra = {"config": short_config(panel.T - 1), "decoder_steps": SHORT_DECODER_STEPS}
         meta = train_checkpoint(panel, args.checkpoint, epochs=args.epochs, seed=args.seed,
                                 threads=args.threads, device=args.device, progress=not args.quiet,
                                 **extra)

@@ -26,12 +26,13 @@ torch = pytest.importorskip("torch")
 M = default_market()
 
 
-def gone_mask(t: int, n: int) -> np.ndarray:
-    """Cells without a bar: four late listings, one delisting, a 10-day halt."""
+def gone_mask(t: int, n: int, *, delist: bool = True) -> np.ndarray:
+    """Cells without a bar: four late listings, a 10-day halt and (``delist``) one delisting."""
     gone = np.zeros((t, n), dtype=bool)
     for j, first in ((3, 400), (11, 900), (20, 1500), (33, 250)):
         gone[:first, j] = True
-    gone[2900:, 40] = True  # delisted before the holdout
+    if delist:
+        gone[2900:, 40] = True  # delisted before the holdout
     gone[2000:2010, 7] = True
     return gone
 

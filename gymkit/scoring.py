@@ -80,27 +80,29 @@ __all__ = [
     "run_stress",
     "scalar_reward",
     "score_answers",
+    "stress_key",
     "world_score",
 ]
 
 
 class StressMemo:
-    """Bounded LRU map (formula key, world fingerprint) -> the world's CPCV score (a float).
+    """Bounded LRU map (formula key, world fingerprint, scoring params) -> a world's CPCV score.
 
-    Keys are :func:`~gymkit.dsl.canonical_key` of the book input (bit-identical values by
-    that key's contract) and the world panel's fingerprint; one memo belongs to one
-    :class:`ScoringSetup` (fixed split, costs, CPCV and burn-in), so a hit equals a
-    recomputation.  ``max_entries`` >= 0 bounds it (0 stores nothing).  Thread-safe.
+    Keys (:func:`stress_key`) hold :func:`~gymkit.dsl.canonical_key` of the book input
+    (bit-identical values by that key's contract), the world panel's fingerprint and the
+    split, cost model, CPCV and burn-in, so a hit equals a recomputation even when setups
+    that differ in those share one memo.  ``max_entries`` >= 0 bounds it (0 stores
+    nothing).  Thread-safe.
     """
 
     def __init__(self, max_entries: int = 65536) -> None:
         if not isinstance(max_entries, int) or max_entries < 0:
             raise ValueError(f"StressMemo: max_entries must be an int >= 0, got {max_entries!r}")
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._entries: OrderedDict[tuple, float] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> float | None:
+    def get(self, key: tuple) -> float | None:
         """The stored score for ``key`` (marked most recently used), or None."""
         with self._lock:
             hit = self._entries.get(key)
@@ -108,7 +110,7 @@ class StressMemo:
                 self._entries.move_to_end(key)
             return hit
 
-    def put(self, key: tuple[str, str], score: float) -> None:
+    def put(self, key: tuple, score: float) -> None:
         """Store ``score`` under ``key``, evicting the least recently used beyond the bound."""
         with self._lock:
             if self.max_entries == 0:
@@ -282,6 +284,12 @@ def world_score(expr: Node, world: Panel, split: Split, costs: object, cpcv: CPC
                                cpcv=cpcv, burn_in=burn_in).score)
 
 
+def stress_key(formula_key: str, world: Panel, setup: ScoringSetup) -> tuple:
+    """The :class:`StressMemo` key of a book input's ``canonical_key`` re-scored in ``world``."""
+    return (formula_key, world.fingerprint, setup.split, setup.costs,
+            tuple(sorted(setup.cpcv.to_dict().items())), setup.burn_in)
+
+
 def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
     """Re-score a valid answer in every stress world (same costs, CPCV and burn-in).
 
@@ -295,7 +303,7 @@ def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
         expr = book_input(st.expr)
         key = canonical_key(expr)
         for w in setup.worlds:
-            memo_key = (key, w.panel.fingerprint)
+            memo_key = stress_key(key, w.panel, setup)
             s = setup.stress_memo.get(memo_key)
             if s is None:
                 try:

@@ -160,3 +160,28 @@ def test_setup_sizes_the_cache_so_a_rescored_group_hits_it(env) -> None:
     second = user.score_group(group)
     assert cache.misses == misses and cache.hits > 0
     assert [c.reward for c in first] == [c.reward for c in second]
+
+
+def test_memo_keys_on_the_scoring_parameters(env) -> None:
+    """Setups sharing one memo but not their costs or CPCV get their own world scores."""
+    import dataclasses
+
+    from gymkit.scoring import AnswerState, gate_text, run_oracle, run_stress
+
+    base = env.setup
+    memo = scoring.StressMemo()
+    variants = [dataclasses.replace(base, stress_memo=memo),
+                dataclasses.replace(base, stress_memo=memo, costs=TrainCosts().scaled(19)),
+                dataclasses.replace(base, stress_memo=memo, cpcv=CPCV(5, 2, 10, 5))]
+    seen = []
+    for setup in variants:
+        st: AnswerState = gate_text("<alpha>rank(-ts_sum(returns, 5))</alpha>", setup)
+        run_oracle(st, setup)
+        run_stress(st, setup)
+        expr = scoring.book_input(st.expr)
+        want = {w.name: full_world_score(expr, w.panel, setup.split, setup.costs, setup.cpcv,
+                                         setup.burn_in, None) for w in setup.worlds}
+        assert st.stress == want
+        seen.append(st.stress)
+    assert seen[0] != seen[1] and seen[0] != seen[2]
+    assert len(memo) == 3 * len(base.worlds)

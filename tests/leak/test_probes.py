@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "87842fad7de87ef72d3b24ef039c7489dcd3b8b572bdbe7f7670a4cd1c44dafa"
+FROZEN_ENV_FINGERPRINT = "3b731aedc1930b35816b52eb9128a0f2f90215657fed8978be99d29eea8aa8e8"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '5ac8a626936f97a4b7246c3975f936180454e63d8bac6a641b91cffcbf455765',
+     'ee7727adb24cd776584ec4b520ae5854d7879ea25bf8116beebf70c7844bbc3d',
      1.3502747090565772, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     'cef9e70a026d83e60301ff0bfe13bbc12e39fb975bbd28f5f89f2411ebe423c3',
+     '6e6a66c103c21d44c7a076b68976457842c942887687ad84193d99145468dd7a',
      1.9415686238983296, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'e0eacf36fd87d2c6ea6efcf289222ef0711795285bae1e5c197979c09f97e6bb',
+     '6eb7393f43792585a79b887ceda98dd388724551010c97650b9dfb81bf63b579',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '3e8d9c0ad35610250e552bcc21d3046e556b16206fde97bc59e616f8be98d40c',
+     '469da25651a3341ca5bc0f2c2e2b5f6e701de16047cbf6d2b62aff4eb55567c8',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '95c33a8cf03f29422896e8f446fa8a96ec8cda595851bc11ca20685591a66861',
+     '529e026b093b49d2b66a9a3b274cb82dea2bd9b58b9951fd067ce76049142bda',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     'a2dad917fba0ec9ac505d1a77d75386b655da54ae4f067ff2e4296b1a05bbca9',
+     'ac288f212b0a14e1893cfdcf857f6b042c8faa26848a0fb830cba95a56cd4f1b',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '9c3bfde9d177212878d01520ea5bbb976f581fe936da149b249b03ab046c208e',
+     'b9ca02b82f57ae0f896852473281b65e1b12b23ce0c5ac91af2584a054662aa0',
      -1.0431819479315043, -0.6541933126468962),
 )
 

@@ -36,7 +36,8 @@ without a live session is 404 ``unknown_session``; a tool call after the episode
 
 :func:`dataset_rows` writes the rows a NeMo-Gym dataset file holds (the prompt as Responses
 input, the tools in the Responses function-tool shape).  Serve with ``python -m
-gymkit.adapters.research_nemo_gym --port 8000 [--env us46-research]``.
+gymkit.adapters.research_nemo_gym --port 8000 [--env us46-research]`` (it scores one formula
+before listening, :func:`warm_up`).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ from gymkit.server.compat import (
 )
 from gymkit.server.episodes import EpisodeSettings, EpisodeStore, _Refusal
 
-__all__ = ["END_REASON", "SESSION_COOKIE", "create_app", "dataset_rows", "main", "responses_tools"]
+__all__ = ["END_REASON", "SESSION_COOKIE", "WARM_UP_FORMULA", "create_app", "dataset_rows", "main",
+           "responses_tools", "warm_up"]
 
 #: The cookie that names a rollout's session (a random 128-bit token).
 SESSION_COOKIE = "gymkit_research_session"
@@ -79,6 +81,17 @@ SESSION_COOKIE = "gymkit_research_session"
 END_REASON = "the rollout ended with neither a submit call nor one <alpha> answer"
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _ALPHA = re.compile(r"<alpha>(.*?)</alpha>", re.DOTALL)
+
+
+#: The formula :func:`warm_up` scores.
+WARM_UP_FORMULA = "rank(-ts_sum(returns, 5))"
+
+
+def warm_up(env: Any) -> None:
+    """Score :data:`WARM_UP_FORMULA` once (with a generated brief), so the scorer's JIT kernels
+    are compiled before the first request: on a cold kernel cache that compile takes about a
+    minute on a small machine, the length of a NeMo-Gym or verifiers request timeout."""
+    env.score(f"<alpha>{WARM_UP_FORMULA}</alpha>", brief=generate_briefs(1)[0].text)
 
 
 def responses_tools() -> list[dict[str, Any]]:
@@ -295,7 +308,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=8000)
     ap.add_argument("--env", default="us46-research", help="environment id (default %(default)s)")
     args = ap.parse_args(argv)
-    uvicorn.run(create_app(get_env(args.env)), host=args.host, port=args.port)
+    env = get_env(args.env)
+    warm_up(env)
+    uvicorn.run(create_app(env), host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ the tasks and the server:
   ``nemo_gym`` (weight 1) = the episode's research reward; metrics ``valid``, ``submitted``,
   ``n_trials``, ``n_effective``, ``n_calls``, ``delta``.
 * :class:`GymkitResearchEnv` (the ``SingleAgentEnv`` this taskset runs in) starts gymkit's
-  resources server in-process on 127.0.0.1 when ``task.resources_url`` is unset, and stops it
+  resources server in-process on 127.0.0.1 when ``task.resources_url`` is unset (after scoring
+  one formula, so the first rollout's requests do not wait on the JIT compile), and stops it
   with the environment (verifiers' own managed start needs the ``nemo-gym`` package under uv).
 
 The model submits with the ``submit`` tool or ends with ``<alpha>formula</alpha>`` in its last
@@ -95,12 +96,14 @@ class GymkitResearchEnv(NeMoGymEnv):
         import uvicorn
 
         from gymkit.adapters.common import get_env
-        from gymkit.adapters.research_nemo_gym import create_app
+        from gymkit.adapters.research_nemo_gym import create_app, warm_up
 
         config = self.taskset.config.task
         if config.resources_url is not None:
             return
-        app = create_app(get_env(self.taskset.config.env_id))
+        env = get_env(self.taskset.config.env_id)
+        warm_up(env)  # compile the scorer before the first rollout's requests time out
+        app = create_app(env)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))

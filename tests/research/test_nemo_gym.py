@@ -20,6 +20,7 @@ from gymkit.adapters.research_nemo_gym import (
     SESSION_COOKIE,
     create_app,
     dataset_rows,
+    warm_up,
 )
 from gymkit.research import NO_SUBMIT_REWARD
 from gymkit.server.episodes import EpisodeSettings
@@ -32,6 +33,7 @@ OTHER = "rank(ts_delta(close, 5))"
 
 @contextmanager
 def nemo_server(env, settings: EpisodeSettings | None = None, clock=None) -> Iterator[str]:
+    warm_up(env)  # as `python -m gymkit.adapters.research_nemo_gym` does before listening
     app = create_app(env, settings, clock)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     url, sock, thread = _serve(server)

@@ -220,12 +220,14 @@ class EnvConfig:
 
     def fingerprint(self, data_fingerprint: str, stress_digest: str = "") -> str:
         """sha256 hex of config JSON + data fingerprint + gymkit version + table/prompt versions
+        + the DSL's operator names (the prompt's vocabulary: adding an operator moves it)
         (+ the loaded stress worlds' digest when R3 is active)."""
         from gymkit import __version__
+        from gymkit.dsl.operators import OPERATORS
 
         h = hashlib.sha256()
         for part in (self.canonical_json(), data_fingerprint, __version__, CHANNEL_TABLE_VERSION,
-                     PROMPT_VERSION):
+                     PROMPT_VERSION, " ".join(sorted(OPERATORS))):
             h.update(part.encode() + b"\n")
         if stress_digest:
             h.update(stress_digest.encode() + b"\n")

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 __all__ = ["ANSWER_FORMATS", "PROMPT_VERSION", "chat_messages", "render_prompt", "system_text"]
 
 #: Version of this template (bump on any text change; part of the environment fingerprint).
-PROMPT_VERSION = "prompt-v2"  # v2: the answer rules (drafts in reasoning, the size limit)
+PROMPT_VERSION = "prompt-v3"  # v3: ts_median in the vocabulary; v2: the answer rules (drafts in reasoning, the size limit)
 
 _TASK = ("Write one trading formula (an alpha) in the gymkit DSL. It is ranked across stocks each "
          "day into a dollar-neutral long-short book, filled at the next open.")

@@ -7,8 +7,8 @@ semantics.  The environment fingerprint and the seeded archive digest are frozen
 archive holds the daily P&L of 98 of the 101 alphas, so it probes every operator at once.
 
 Changing any of these values requires an explicit version bump of the environment
-fingerprint (``gymkit.__version__``, ``CHANNEL_TABLE_VERSION``, ``PROMPT_VERSION`` or the
-configuration itself) in the same change, and re-freezing: run
+fingerprint (``gymkit.__version__``, ``CHANNEL_TABLE_VERSION``, ``PROMPT_VERSION``, the DSL's
+operator names or the configuration itself) in the same change, and re-freezing: run
 ``python tests/leak/test_probes.py`` and paste its output over ``FROZEN_*`` and ``PROBES``.
 A change of cards under an unchanged fingerprint is a silent change of semantics: the test
 fails and says so.
@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "3b731aedc1930b35816b52eb9128a0f2f90215657fed8978be99d29eea8aa8e8"
+FROZEN_ENV_FINGERPRINT = "557d07efbf7d2c00acbadca64e4cf335238232add9e96335a7a0fa96d521d280"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     'ee7727adb24cd776584ec4b520ae5854d7879ea25bf8116beebf70c7844bbc3d',
+     'c19eb54c63d3af8f46e692f577b4a770b0447961268106a7c2832758bfdce41f',
      1.3502747090565772, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '6e6a66c103c21d44c7a076b68976457842c942887687ad84193d99145468dd7a',
+     'aeb616a76b5ca2fd1b9fac5ddea41db20d41973158f863c1ab738623edfca3cd',
      1.9415686238983296, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     '6eb7393f43792585a79b887ceda98dd388724551010c97650b9dfb81bf63b579',
+     '20029da83ded7064f0f554ecc02ba611fe2df4492f2d4e4723b94ab2b8a94540',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '469da25651a3341ca5bc0f2c2e2b5f6e701de16047cbf6d2b62aff4eb55567c8',
+     'c8615dec999e7ebed71edc5955eec80d245eab70f9a3a5fc9609c2bcc3b0b809',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '529e026b093b49d2b66a9a3b274cb82dea2bd9b58b9951fd067ce76049142bda',
+     'f1cfb36dd3e08b751aebceff36d0ee342f30c8ce0eecdf11bb890a3285e49bad',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     'ac288f212b0a14e1893cfdcf857f6b042c8faa26848a0fb830cba95a56cd4f1b',
+     '988ccc7d703ac060a9cc4ad2ad7bf33ae1c36244f23572b9f8ef297b9920da79',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     'b9ca02b82f57ae0f896852473281b65e1b12b23ce0c5ac91af2584a054662aa0',
+     'a0d5fb27d9943954b642963968f55c33189b857340dbb65e60d88199af433586',
      -1.0431819479315043, -0.6541933126468962),
 )
 
@@ -113,6 +113,16 @@ def test_a_configuration_change_moves_the_fingerprint(target) -> None:
                       archive={"seed": "none"})
     assert env.fingerprint != FROZEN_ENV_FINGERPRINT
     assert probe_mismatches(env)[0].startswith("environment fingerprint")
+
+
+def test_a_new_operator_moves_the_fingerprint(target, monkeypatch) -> None:
+    """The prompt lists the DSL's operators: a new one changes what the model is told."""
+    from gymkit.dsl import operators
+
+    cfg, data = target.config, target.env.data_fingerprint
+    before = cfg.fingerprint(data)
+    monkeypatch.setitem(operators.OPERATORS, "ts_new_op", operators.OPERATORS["ts_median"])
+    assert cfg.fingerprint(data) != before
 
 
 if __name__ == "__main__":  # print fresh values to re-freeze (after a version bump)

@@ -11,7 +11,10 @@ load them as they are.
 Per step: ``briefs_per_step`` briefs drawn from the **train** family split, ``group``
 unconstrained samples each (temperature 1); each group scored by ``env.score_group`` and
 turned into GDPO advantages by ``env.group_advantages`` (validity projection: an invalid
-answer never gets a positive advantage; the environment's advantage floor, or ``floor``);
+answer never gets a positive advantage; the environment's advantage floor, or ``floor``),
+then divided by the step's population std over all its answers (GDPO's batch-wise
+normalisation: the sum of K priority-weighted z-scores would otherwise grow with K — it
+reached |A| = 27 here — and drown the KL term; ``batch_norm=False`` turns it off);
 the valid answers are committed to the novelty archive.  Then ``passes`` optimiser passes of
 
     loss_t = -sg(min(r_t, cap)) * A'_t * log pi(t)  +  beta * KL_t          (CISPO + KL)
@@ -65,6 +68,7 @@ class RLConfig:
     cap: float = 1.2
     kl_beta: float = 0.08
     passes: int = 2
+    batch_norm: bool = True  # GDPO's batch-wise advantage normalisation (divide by the step's std)
     zeta0: float = 1e-3
     zeta_max: float = 0.05
     thermostat_window: int = 5
@@ -214,6 +218,13 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 if cfg.commit:
                     env.commit([c for c in cards if c.valid])
             times["score"] = time.perf_counter() - t
+            # GDPO's second stage: batch-wise normalisation of the summed advantages (each group
+            # is zero-sum, so the batch mean is 0 and only the scale changes; signs, the
+            # validity projection's order and zero-sum are kept).
+            raw = np.concatenate([a for _, a, _ in scored])
+            adv_scale = float(raw.std()) if cfg.batch_norm else 1.0
+            if not adv_scale > 1e-12:
+                adv_scale = 1.0
             t = time.perf_counter()
             with torch.no_grad():
                 olds = [answer_logprobs(model, p, ids, tok.pad_id) for _, p, ids in groups]
@@ -227,7 +238,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 for (_, p, ids), (_, adv, _), (old, _, mask), r in zip(groups, scored, olds, refs,
                                                                         strict=True):
                     logp, _, _ = answer_logprobs(model, p, ids, tok.pad_id)
-                    a_tok = repo_r(torch.tensor(adv, dtype=torch.float32, device=logp.device)
+                    a_tok = repo_r(torch.tensor(adv / adv_scale, dtype=torch.float32, device=logp.device)
                                    .unsqueeze(1), logp, zeta)
                     loss, kl = cispo_kl_loss(logp, old, r, a_tok, mask, cfg.cap, cfg.kl_beta)
                     (loss / n_tok).backward()
@@ -247,7 +258,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 "valid_share": float(valid.mean()),
                 "nonzero_adv_share": float(np.mean(np.abs(advs) > 1e-9)),
                 "max_invalid_adv": float(advs[~valid].max()) if (~valid).any() else None,
-                "kl": kl_sum / n_tok, "entropy": entropy, "zeta": zeta,
+                "kl": kl_sum / n_tok, "entropy": entropy, "zeta": zeta, "adv_scale": adv_scale,
                 "families": len({family_of(c.canonical) for c in cards if c.valid and c.canonical}),
                 "mean_tokens": n_tok / len(cards),
             }

@@ -1,9 +1,11 @@
 """``gymkit train sft``: the warm start on brief -> random-grammar formula pairs.
 
-The policy learns the syntax, not alpha: formulas come from :mod:`.grammar` (random fields,
-operators, windows; the 101 paper alphas kept out) and briefs are paired with them at
-random, two formulas per brief, kept only when they pass the gate (valid, so step 0 writes
-mostly valid answers; validity is not profit).  The mean Sharpe on the train window of the
+The policy learns the syntax and to follow a brief, not alpha: each train brief gets two
+formulas from :mod:`.grammar` that meet its checkable facets (mechanism, horizon, input rule,
+hint, forbidden pattern; :func:`.grammar.brief_formula`: random fields, operator variants,
+windows and a coin-flip sign; ``directed=False``: plain random-grammar formulas), the 101
+paper alphas kept out, kept only when they pass the gate and fit the RL answer budget (valid,
+so step 0 writes mostly valid answers; validity is not profit).  The mean Sharpe on the train window of the
 warm-start corpus and of a raw grammar sample is measured and written to ``sft/summary.json``
 (gross ~ 0; net < 0 from costs).  Cross-entropy on answer tokens only,
 AdamW, fixed batch order from the seed: the same config and seed give byte-identical weights.
@@ -41,6 +43,8 @@ class SFTConfig:
     measure: int = 200  # raw grammar formulas scored to measure their Sharpe and validity
     per_brief: int = 2  # formulas of each brief
     valid_only: bool = True  # keep the warm start to formulas that pass the gate
+    directed: bool = True  # formulas meet their brief's checkable facets (grammar.brief_formula)
+    max_answer_tokens: int = 38  # answers the RL sampler (max_new 40) can finish, tags included
     threads: int = 1
     device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -66,6 +70,19 @@ def _dump(x: Any) -> str:
     return json.dumps(x, sort_keys=True)
 
 
+def _compliant_share(pairs: list[tuple[str, str]]) -> float:
+    """Share of distinct (brief, formula) pairs whose formula meets every checkable facet."""
+    from gymkit.briefs import brief_from_text, check_compliance
+    from gymkit.dsl import parse
+
+    uniq = sorted(set(pairs))
+    ok = 0
+    for b, f in uniq:
+        brief = brief_from_text(b)
+        ok += brief is not None and not check_compliance(parse(f), brief).failed
+    return ok / max(1, len(uniq))
+
+
 def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str, Any]:
     """Train the warm start into ``run_dir/sft``; returns the summary (also written as JSON)."""
     from gymkit.briefs import generate_briefs, split_briefs
@@ -82,9 +99,13 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
     t0 = time.perf_counter()
     rng_m = np.random.default_rng([cfg.seed, 99])
     rejected = [sample_formula(rng_m) for _ in range(cfg.measure)]  # the grammar, before the gate
-    pairs = warm_start_pairs(briefs, cfg.pairs, cfg.seed, per_brief=cfg.per_brief,
-                             accept=(lambda f: env.score(f"<alpha>{f}</alpha>").valid)
-                             if cfg.valid_only else None)
+    def fits(f: str) -> bool:  # inside the RL answer budget (RLConfig.max_new) and, if asked, valid
+        if len(tok.encode_answer(f)) > cfg.max_answer_tokens:
+            return False
+        return not cfg.valid_only or env.score(f"<alpha>{f}</alpha>").valid
+
+    pairs = warm_start_pairs(briefs, cfg.pairs, cfg.seed, per_brief=cfg.per_brief, accept=fits,
+                             directed=cfg.directed)
     encoded = [(tok.encode_brief(b), tok.encode_answer(f)) for b, f in pairs]
     model = new_policy(tok, cfg.policy, cfg.seed).to(cfg.device)
     model.train()
@@ -112,10 +133,12 @@ def run_sft(cfg: SFTConfig, run_dir: str | Path, *, log: Any = None) -> dict[str
     measured = corpus_sharpe(env, sorted({f for _, f in pairs})[:cfg.measure])
     grammar = corpus_sharpe(env, rejected)
     summary = {"config": asdict(cfg), "corpus": measured, "grammar": grammar, "final_loss": loss.item(),
+               "brief_compliant_share": _compliant_share(pairs),
                "train_seconds": round(train_s, 1), "n_pairs": len(pairs),
                "vocab": len(tok), "parameters": int(sum(p.numel() for p in model.parameters()))}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     for name, m in (("grammar sample", grammar), ("warm-start corpus", measured)):
         log(f"sft: {name} of {m['n']} formulas: valid {m['valid_share']:.0%}, mean net Sharpe "
             f"{m['mean_sharpe']:+.2f}, gross {m['mean_gross_sharpe']:+.2f}, CPCV {m['mean_cpcv']:+.2f}")
+    log(f"sft: {summary['brief_compliant_share']:.0%} of the warm-start pairs meet their brief")
     return summary

@@ -56,6 +56,27 @@ def test_no_invalid_answer_ever_gets_a_positive_advantage(runs: tuple[Path, Path
     assert any(rec["nonzero_adv_share"] > 0 for rec in log)  # the policy did get a signal
 
 
+def test_updates_use_gdpo_batch_normalised_advantages(runs: tuple[Path, Path]) -> None:
+    """Each step's update divides the env's GDPO advantages by their population std."""
+    import numpy as np
+
+    a, _ = runs
+    rollouts = [json.loads(x) for x in _lines(a / "rl" / "rollouts.jsonl")]
+    log = [json.loads(x) for x in _lines(a / "rl" / "log.jsonl")]
+    for rec in log:
+        adv = np.array([r["advantage"] for r in rollouts if r["step"] == rec["step"]])
+        want = float(adv.std()) if adv.std() > 1e-12 else 1.0
+        assert rec["adv_scale"] == pytest.approx(want, rel=1e-12)
+    assert max(rec["adv_scale"] for rec in log) > 1.0  # the raw GDPO sum is larger than unit
+
+
+def test_the_warm_start_follows_its_briefs(runs: tuple[Path, Path]) -> None:
+    a, _ = runs
+    summary = json.loads((a / "sft" / "summary.json").read_text())
+    assert summary["config"]["directed"] is True
+    assert summary["brief_compliant_share"] >= 0.9
+
+
 def test_table_and_report_are_written_with_the_seed_columns(runs: tuple[Path, Path]) -> None:
     a, _ = runs
     table = json.loads((a / "rl" / "table.json").read_text())

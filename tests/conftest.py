@@ -21,3 +21,53 @@ def _isolated_holdout_ledger(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop("GYMKIT_HOLDOUT_LEDGER", None)
     else:
         os.environ["GYMKIT_HOLDOUT_LEDGER"] = old
+
+
+#: The verifiers 0.4 throwaway venv's base install (tests/adapters and tests/research share it).
+VERIFIERS_04_BASE = ["verifiers==0.4.0", "uv", "pytest"]
+
+
+@pytest.fixture(scope="session")
+def verifiers04_venv():
+    """A venv with verifiers 0.4.0, uv, pytest and gymkit (editable, this checkout), built once
+    under ``$GYMKIT_TEST_VENVS`` (default ``~/.cache/gymkit/test-venvs``) behind a file lock and
+    reused while the base install and gymkit's pyproject are unchanged; skips, saying why, when
+    the package index cannot be reached."""
+    import fcntl
+    import hashlib
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def run(cmd):
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+
+    def tail(p, n=3):
+        lines = [ln for ln in (p.stdout + p.stderr).splitlines()
+                 if ln.strip() and "is ignored: it is neither" not in ln]
+        return " | ".join(lines[-n:])
+
+    repo = Path(__file__).resolve().parents[1]
+    root = Path(os.environ.get("GYMKIT_TEST_VENVS", Path.home() / ".cache" / "gymkit" / "test-venvs"))
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"verifiers-0.4.0-py{sys.version_info.major}.{sys.version_info.minor}"
+    py = path / "bin" / "python"
+    with open(root / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time
+        base = path / f".base-{hashlib.sha256(repr(VERIFIERS_04_BASE).encode()).hexdigest()[:12]}"
+        if not base.exists():
+            if not py.exists():
+                subprocess.run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
+            p = run([str(py), "-m", "pip", "install", "-q", *VERIFIERS_04_BASE])
+            if p.returncode:
+                pytest.skip(f"verifiers 0.4.0 could not be installed into a throwaway venv at {path} "
+                            f"(no reachable package index or cache?): pip exited {p.returncode}: "
+                            f"{tail(p)}")
+            base.touch()
+        stamp = hashlib.sha256(str(repo).encode() + (repo / "pyproject.toml").read_bytes())
+        mark = path / f".gymkit-{stamp.hexdigest()[:16]}"
+        if not mark.exists():  # the index answered above, so a failure here is gymkit's
+            p = run([str(py), "-m", "pip", "install", "-q", "-e", str(repo)])
+            assert p.returncode == 0, f"pip install -e {repo} into {path}: {tail(p, 8)}"
+            mark.touch()
+    return path

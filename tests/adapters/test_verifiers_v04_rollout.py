@@ -15,13 +15,10 @@ carry gymkit's prompt.  Skipped, saying why, only when verifiers 0.4.0 cannot be
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,9 +34,6 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "trainers.md"
-VERIFIERS = "verifiers==0.4.0"
-#: What the throwaway venv gets from the index (pytest: test_verifiers_v1.py runs there too).
-BASE = [VERIFIERS, "uv", "pytest"]
 
 
 def _run(cmd: list[str], timeout: int = 1200, **kw) -> subprocess.CompletedProcess:
@@ -53,32 +47,9 @@ def _tail(p: subprocess.CompletedProcess, n: int = 3) -> str:
 
 
 @pytest.fixture(scope="module")
-def venv() -> Path:
-    """A venv with verifiers 0.4.0, uv and gymkit (editable, this checkout); built once."""
-    root = Path(os.environ.get("GYMKIT_TEST_VENVS",
-                               Path.home() / ".cache" / "gymkit" / "test-venvs"))
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"verifiers-0.4.0-py{sys.version_info.major}.{sys.version_info.minor}"
-    py = path / "bin" / "python"
-    with open(root / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time
-        base = path / f".base-{hashlib.sha256(repr(BASE).encode()).hexdigest()[:12]}"
-        if not base.exists():
-            if not py.exists():
-                _run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
-            p = _run([str(py), "-m", "pip", "install", "-q", *BASE])
-            if p.returncode:
-                pytest.skip(f"{VERIFIERS} could not be installed into a throwaway venv at {path} "
-                            f"(no reachable package index or cache?): pip exited {p.returncode}: "
-                            f"{_tail(p)}")
-            base.touch()
-        stamp = hashlib.sha256(str(REPO).encode() + (REPO / "pyproject.toml").read_bytes())
-        mark = path / f".gymkit-{stamp.hexdigest()[:16]}"
-        if not mark.exists():  # the index answered above, so a failure here is gymkit's
-            p = _run([str(py), "-m", "pip", "install", "-q", "-e", str(REPO)])
-            assert p.returncode == 0, f"pip install -e {REPO} into {path}: {_tail(p, 8)}"
-            mark.touch()
-    return path
+def venv(verifiers04_venv) -> Path:
+    """A venv with verifiers 0.4.0, uv and gymkit (editable, this checkout): tests/conftest.py."""
+    return verifiers04_venv
 
 
 def _vf_python(venv: Path, code: str) -> subprocess.CompletedProcess:

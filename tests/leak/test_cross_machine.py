@@ -49,8 +49,10 @@ def test_probe_cards_hold_with_generic_kernels(target, tmp_path) -> None:
     from gymkit.jepa.portable import portable_env
 
     # numpy's dispatch and OpenBLAS pinned as in the JEPA's portable mode, Numba generic.
+    # The seed archive is evaluated there (not read from the shipped P&L), so its digest is
+    # recomputed with the generic kernels too.
     env = {**portable_env(), "NUMBA_CPU_NAME": "generic",
-           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "GYMKIT_SEED_ARCHIVE": "evaluate"}
     probes = Path(__file__).with_name("test_probes.py")
     r = subprocess.run([sys.executable, "-c", _CODE, str(probes)], env=env, capture_output=True,
                        text=True, timeout=1200)

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("verifiers_v1_driver.py")
-VERIFIERS = "verifiers==0.4.0"
 OTHER = "rank(ts_delta(close, 5))"
 PLANS = [
     ([("backtest", {"formula": OTHER}), ("backtest", {"formula": HONEST}),
@@ -54,30 +52,13 @@ def _tail(p: subprocess.CompletedProcess, n: int = 3) -> str:
 
 
 @pytest.fixture(scope="module")
-def venv() -> Path:
-    """The verifiers-0.4.0 venv (built once under its lock), with gymkit-research installed."""
-    root = Path(os.environ.get("GYMKIT_TEST_VENVS",
-                               Path.home() / ".cache" / "gymkit" / "test-venvs"))
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"verifiers-0.4.0-py{sys.version_info.major}.{sys.version_info.minor}"
+def venv(verifiers04_venv) -> Path:
+    """The shared verifiers-0.4.0 venv (tests/conftest.py) with gymkit-research installed."""
+    path = verifiers04_venv
     py = path / "bin" / "python"
-    with open(root / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time (shared with tests/adapters)
-        if not (path / ".verifiers-installed").exists():
-            _run([sys.executable, "-m", "venv", "--clear", str(path)], check=True)
-            p = _run([str(py), "-m", "pip", "install", "-q", VERIFIERS, "uv"])
-            if p.returncode:
-                pytest.skip(f"{VERIFIERS} could not be installed into a throwaway venv at {path} "
-                            f"(no reachable package index or cache?): pip exited {p.returncode}: "
-                            f"{_tail(p)}")
-            (path / ".verifiers-installed").touch()
-        stamp = hashlib.sha256(str(REPO).encode() + (REPO / "pyproject.toml").read_bytes())
-        mark = path / f".gymkit-{stamp.hexdigest()[:16]}"
-        if not mark.exists():  # the index answered above, so a failure here is gymkit's
-            p = _run([str(py), "-m", "pip", "install", "-q", "-e", str(REPO)])
-            assert p.returncode == 0, f"pip install -e {REPO} into {path}: {_tail(p, 8)}"
-            mark.touch()
-        pkg = REPO / "environments" / "gymkit_research"
+    pkg = REPO / "environments" / "gymkit_research"
+    with open(path.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = hashlib.sha256(str(pkg).encode() + (pkg / "pyproject.toml").read_bytes())
         mark = path / f".gymkit-research-{stamp.hexdigest()[:16]}"
         if not mark.exists():

@@ -45,7 +45,8 @@ def _sqrt(a: Tensor) -> Tensor:
     1 ulp off numpy / libm), so on CPU numpy's is used; CUDA's double sqrt is IEEE."""
     if a.device.type == "cpu":
         with np.errstate(invalid="ignore"):
-            return torch.from_numpy(np.sqrt(a.numpy()))
+            # np.asarray: a 0-d input (a literal-only call) gives a numpy scalar, not an array
+            return torch.from_numpy(np.asarray(np.sqrt(a.numpy())))
     return torch.sqrt(a)
 
 

@@ -221,8 +221,8 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
             # GDPO's second stage: batch-wise normalisation of the summed advantages (each group
             # is zero-sum, so the batch mean is 0 and only the scale changes; signs, the
             # validity projection's order and zero-sum are kept).
-            raw = np.concatenate([a for _, a, _ in scored])
-            adv_scale = float(raw.std()) if cfg.batch_norm else 1.0
+            advs = np.concatenate([a for _, a, _ in scored])  # the env's GDPO advantages
+            adv_scale = float(advs.std()) if cfg.batch_norm else 1.0
             if not adv_scale > 1e-12:
                 adv_scale = 1.0
             t = time.perf_counter()
@@ -249,7 +249,6 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
             entropy = float(sum(float((o[1]).sum()) for o in olds)) / n_tok
             thermo.update(entropy)
             cards = [c for cs, _, _ in scored for c in cs]
-            advs = np.concatenate([a for _, a, _ in scored])
             valid = np.array([c.valid for c in cards])
             chans = sorted({k for c in cards for k in c.channels})
             rec = {

@@ -36,7 +36,7 @@ from gymkit.data.panel import Panel
 from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
 from gymkit.dsl.operators import OPERATORS
 from gymkit.verifiers.archive import NoveltyArchive
-from gymkit.verifiers.channels import CHANNELS
+from gymkit.verifiers.channels import CHANNELS, is_low_ic_motif
 from gymkit.verifiers.context import window_context
 from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.cpcv import CPCV
@@ -223,8 +223,11 @@ class Environment:
             notes = [n for n in self.notes if not (brief is not None and n.startswith("brief_compliance:"))]
             notes += brief_notes
             if capped:
+                motif = is_low_ic_motif(f, setup.params)
                 notes.append("motif_guard: single-motif or price-only with IC below the "
-                             "threshold; reward capped at 0")
+                             "threshold; reward capped at 0" if motif else
+                             "motif_guard: slow factor tilt (turnover below the slow-book line, "
+                             "at least half its Sharpe explained by the factors); reward capped at 0")
             metrics = card_metrics(st, nov, f, capped)
             tm = {k: st.timings.get(k, 0.0) for k in TIMING_PHASES}
             tm["channels"] = t_channels + time.perf_counter() - t0

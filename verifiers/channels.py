@@ -128,6 +128,7 @@ __all__ = [
     "channel",
     "compute_channels",
     "invalid_reward",
+    "is_low_ic_motif",
     "is_slow_factor_tilt",
     "motif_guard_triggered",
     "scalar_reward",
@@ -346,8 +347,12 @@ def is_slow_factor_tilt(f: AnswerFacts, p: ChannelParams) -> bool:
 def motif_guard_triggered(f: AnswerFacts, p: ChannelParams) -> bool:
     """True when R10 fires: a valid single-motif or price-only answer with IC < the
     threshold, or a slow factor tilt (:func:`is_slow_factor_tilt`)."""
-    motif = (f.is_single_motif or f.is_price_only) and f.ic < p.motif_ic_threshold
-    return bool(f.valid and (motif or is_slow_factor_tilt(f, p)))
+    return bool(f.valid and (is_low_ic_motif(f, p) or is_slow_factor_tilt(f, p)))
+
+
+def is_low_ic_motif(f: AnswerFacts, p: ChannelParams) -> bool:
+    """True for a single-motif or price-only answer whose IC is below ``motif_ic_threshold``."""
+    return bool((f.is_single_motif or f.is_price_only) and f.ic < p.motif_ic_threshold)
 
 
 def motif_guard_channel(f: AnswerFacts, p: ChannelParams) -> float:

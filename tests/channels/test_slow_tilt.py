@@ -69,6 +69,8 @@ def test_the_guard_caps_the_tilt_and_gdpo_gives_it_no_positive_advantage(envs, f
     assert card.reward == 0.0
     assert card.reward < new.score(_tag(HONEST)).reward
     assert "slow factor tilt" in channel_reasons(card, new.config.channel_params)["motif_guard"]
+    assert any(n.startswith("motif_guard: slow factor tilt") for n in card.notes)
+    assert not any("IC below" in n for n in card.notes)
     cards = new.score_group([_tag(f) for f in [formula, *OTHERS]])
     adv, _ = new.group_advantages(cards)
     assert adv[0] <= 0.0

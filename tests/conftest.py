@@ -71,3 +71,24 @@ def verifiers04_venv():
             assert p.returncode == 0, f"pip install -e {repo} into {path}: {tail(p, 8)}"
             mark.touch()
     return path
+
+
+class CountingStr(str):
+    """A str whose ``find`` adds the characters each call scans to ``CountingStr.scanned``:
+    a deterministic measure of a scan's cost (counts, not clocks)."""
+
+    scanned = 0
+
+    def find(self, sub, start=None, end=None):  # str.find, counting what it scans
+        lo = 0 if start is None else start
+        hi = len(self) if end is None else end
+        hit = str.find(self, sub, lo, hi)
+        CountingStr.scanned += max(0, (hit + len(sub) if hit >= 0 else hi) - lo)
+        return hit
+
+
+@pytest.fixture
+def counting_str():
+    """The :class:`CountingStr` class with its counter at zero."""
+    CountingStr.scanned = 0
+    return CountingStr

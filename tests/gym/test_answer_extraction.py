@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
-from gymkit.dsl.extract import MAX_ANSWER_CHARS
+from gymkit.dsl.extract import MAX_ANSWER_CHARS, extract
 
 ANSWER = "<alpha>rank(-returns)</alpha>"
 #: 126 KB answers inside the size limit that a quadratic scan took 30 s and more on.
@@ -15,26 +13,31 @@ HOSTILE = {
 }
 
 
-def _score_time(env, answer: str) -> float:
-    t0 = time.process_time()   # CPU time: preemption on a shared machine does not count
-    env.score(answer)
-    return time.process_time() - t0
-
-
-def test_hostile_answers_cost_about_one_normal_answer(env):
+def test_hostile_answers_cost_about_one_normal_answer(env, counting_str):
     """Each hostile answer (valid: its opens are text or closed drafts) scores the same card
-    as the plain answer, at most 3x its time (best of 7 each, interleaved, in-process)."""
+    as the plain answer, and extraction scans it linearly: all ``str.find`` calls together
+    scan at most 8x its length (one pass per tag pattern), where the quadratic scan this
+    closes rescans from every open. Deterministic: counts characters, not seconds."""
     plain = env.score(ANSWER)
     for name, answer in HOSTILE.items():
         assert len(answer) <= MAX_ANSWER_CHARS
         card = env.score(answer)
         assert card.valid and card.formula == "rank(-returns)", name
         assert card.channels["cpcv"] == plain.channels["cpcv"], name
-        t_plain = t_hostile = float("inf")
-        for _ in range(7):
-            t_plain = min(t_plain, _score_time(env, ANSWER))
-            t_hostile = min(t_hostile, _score_time(env, answer))
-        assert t_hostile < 3 * t_plain, (name, t_plain, t_hostile)
+        counting_str.scanned = 0
+        assert extract(counting_str(answer)).formula == "rank(-returns)"
+        assert 0 < counting_str.scanned <= 8 * len(answer), (name, counting_str.scanned)
+
+
+def test_the_scan_counter_sees_a_quadratic_scan(counting_str):
+    """The counter would catch the old scan: searching for the close again from every
+    open of the unclosed-opens answer scans over 1000x its length."""
+    answer = counting_str(HOSTILE["unclosed opens"])
+    i = answer.find("<think>")
+    while i >= 0:
+        answer.find("</think>", i)
+        i = answer.find("<think>", i + 1)
+    assert counting_str.scanned > 1000 * len(answer)
 
 
 def test_a_draft_inside_reasoning_is_not_the_answer(env):

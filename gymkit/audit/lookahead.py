@@ -8,7 +8,8 @@
     no row later than ``s + declared lookback`` may change by more than 1e-9 relative
     (observed memory <= declared).  The tolerance is needed because the running-sum kernels
     re-anchor their sums (DESIGN §3 "numerically stable"): their low bits depend on history
-    beyond the window, their values do not.  Operators in :data:`RECURSIVE_OPERATORS` have
+    beyond the window, their values do not.  Operators whose table row is recursive
+    (:data:`gymkit.dsl.operators.RECURSIVE_OPERATORS`, read off ``OpSpec.recursive``) have
     unbounded memory by definition; for them the check asserts no look-ahead and that the
     warm-up (the first finite row) equals the declared lookback.
 ``future_perturbation``
@@ -33,7 +34,14 @@ from gymkit.dsl.analysis import lookback
 from gymkit.dsl.ast import Node
 from gymkit.dsl.evaluator import evaluate
 from gymkit.dsl.kernels import KERNELS
-from gymkit.dsl.operators import LB_ADD_D, LB_ADD_D_MINUS_1, LB_D, LB_MAX, OPERATORS
+from gymkit.dsl.operators import (
+    LB_ADD_D,
+    LB_ADD_D_MINUS_1,
+    LB_D,
+    LB_MAX,
+    OPERATORS,
+    RECURSIVE_OPERATORS,  # read off the operator table (OpSpec.recursive): name -> why
+)
 from gymkit.dsl.printer import to_text
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.oracle import backtest
@@ -49,12 +57,6 @@ __all__ = ["LOOKBACK_RULES", "RECURSIVE_OPERATORS", "check_fill_timing",
 #: The lookback rules an operator may declare (gymkit.dsl.operators.LB_*).
 LOOKBACK_RULES = frozenset({LB_MAX, LB_ADD_D, LB_ADD_D_MINUS_1, LB_D})
 
-#: Operators whose memory is unbounded by definition, and why (their declared lookback is
-#: their warm-up: the first row with a value).
-RECURSIVE_OPERATORS: dict[str, str] = {
-    "ts_ema": "exponential recursion e_t = (1-a) e_(t-1) + a x_t (DESIGN §3): x[t-k] keeps "
-              "weight a(1-a)^k forever; declared lookback d-1 is the warm-up",
-}
 
 #: Relative change that counts as a real dependency (not re-anchoring rounding).
 DEPENDENCY_RTOL = 1e-9

@@ -52,6 +52,9 @@ def configure(p: argparse.ArgumentParser) -> None:
             q.add_argument("--no-floor", action="store_true", help="force the advantage floor off")
             q.add_argument("--ledger", default=None, help="holdout ledger file")
             q.add_argument("--force-holdout", action="store_true")
+            q.add_argument("--trainer", choices=("gymkit", "trl"), default="gymkit",
+                           help="gymkit: the in-house loop (default); trl: trl.GRPOTrainer with "
+                           "gymkit's reward adapter and a REPO-R subclass (gymkit/train/trl_trainer.py)")
     q = sub.add_parser("report", help="HTML + JSON: train vs holdout table, curves, red-team read-out")
     q.add_argument("run_dir", metavar="RUN")
 
@@ -92,5 +95,11 @@ def run(args: argparse.Namespace) -> int:
         over["lr"] = args.lr
     if args.kl_beta is not None:
         over["kl_beta"] = args.kl_beta
+    if args.trainer == "trl":
+        from .trl_trainer import run_rl_trl
+
+        run_rl_trl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
+                   force_holdout=args.force_holdout)
+        return 0
     run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout)
     return 0

@@ -1,12 +1,11 @@
 """``gymkit train rl``: the seed's recipe in a small, explicit torch loop (CPU-deterministic).
 
-Why not TRL's ``GRPOTrainer``: three of the recipe's pieces sit inside its loss and advantage
-code. GDPO with gymkit's validity projection and floor would replace its advantages, CISPO
-would replace its clipped objective, and REPO-R's per-token rescaling would go there too.
-Each would be a private-method override that changes between TRL releases. On CPU its
-generation path is also the slow part. About 150 lines here keep every term visible and the
-run byte-identical. The checkpoints are plain ``LlamaForCausalLM`` folders, so TRL or vLLM
-load them as they are.
+This is the in-house loop (the default, ``--trainer gymkit``). ``--trainer trl`` runs the same
+policy and recipe through ``trl.GRPOTrainer`` (:mod:`.trl_trainer`: TRL's own CISPO, KL and
+batch scaling; REPO-R and its thermostat added in a subclass). The in-house loop stays the
+default because every term is visible in ~150 lines, it is byte-identical from a seed, and on CPU
+TRL's generation path is the slow part. The checkpoints are plain ``LlamaForCausalLM``
+folders, so TRL or vLLM load them as they are.
 
 Per step: ``briefs_per_step`` briefs drawn from the **train** family split, ``group``
 unconstrained samples each (temperature 1); each group scored by ``env.score_group`` and

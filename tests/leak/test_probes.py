@@ -19,32 +19,32 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "557d07efbf7d2c00acbadca64e4cf335238232add9e96335a7a0fa96d521d280"
+FROZEN_ENV_FINGERPRINT = "cd17db77a20c67b0047d9008a81ddf328ec44d18e5da309a2bb134702a776a5f"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     'c19eb54c63d3af8f46e692f577b4a770b0447961268106a7c2832758bfdce41f',
-     1.3502747090565772, 0.5554242405192389),
+     '69168ed26df73816b2420db919145d42eeb413152a6f1cf86b42c973949e6d98',
+     1.3487750994240228, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     'aeb616a76b5ca2fd1b9fac5ddea41db20d41973158f863c1ab738623edfca3cd',
-     1.9415686238983296, 0.5789793829717969),
+     '8dde46079d73b375b8f2639cfa5df1f4bc04b939e5104f03b2169aa83e56e779',
+     1.9314115588301166, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     '20029da83ded7064f0f554ecc02ba611fe2df4492f2d4e4723b94ab2b8a94540',
+     'd1c57497cc212fa623bf9115cce19c50b9d2549a97da05e72433412ef450c335',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     'c8615dec999e7ebed71edc5955eec80d245eab70f9a3a5fc9609c2bcc3b0b809',
+     '520f2a8233a472169fdcb6811098326c6f992b184937d9b924d29219ffd03786',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     'f1cfb36dd3e08b751aebceff36d0ee342f30c8ce0eecdf11bb890a3285e49bad',
+     '69893acd10ca6bfa3710df58b25dcf1cf285a809915e2985e21ded0a73d76d0f',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '988ccc7d703ac060a9cc4ad2ad7bf33ae1c36244f23572b9f8ef297b9920da79',
+     'e8dbf5dd6eddc963d9162ac2ab95df9ed434abb753fa5ac79cb80a9dec2fa261',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     'a0d5fb27d9943954b642963968f55c33189b857340dbb65e60d88199af433586',
-     -1.0431819479315043, -0.6541933126468962),
+     '5b3c0a2c720527e28f5d441205ffe4336c3ac5e9ea4dacda3a3ab83bee6230c7',
+     -1.042476822369772, -0.6541933126468962),
 )
 
 

@@ -220,11 +220,12 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         kl = trainer.batch_kl
         last = reward.last or {}
         cards, adv = last.get("cards", []), np.asarray(last.get("adv", []), dtype=np.float64)
-        for c, a, text, bid in zip(cards, adv, last.get("texts", []), last.get("brief_id", []),
-                                   strict=True):
+        used = trainer.batch_adv.tolist()  # what TRL's loss saw, before REPO-R's per-token factor
+        for c, a, u, text, bid in zip(cards, adv, used, last.get("texts", []),
+                                      last.get("brief_id", []), strict=True):
             files["rollouts"].write(_dump({
                 "step": step, "brief_id": bid, "completion": text, "valid": bool(c.valid),
-                "reward": float(c.reward), "advantage": float(a),
+                "reward": float(c.reward), "advantage": float(a), "trl_advantage": float(u),
                 "cpcv": c.channels.get("cpcv") if c.valid else None}) + "\n")
         valid = np.array([bool(c.valid) for c in cards])
         chans = sorted({k for c in cards if c.valid for k in c.channels})

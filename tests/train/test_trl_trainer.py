@@ -3,7 +3,7 @@
 A tiny warm start (2 layers, width 32, trained here on six valid formulas so that sampled
 groups mix valid and malformed answers), then 4 RL steps of
 :func:`gymkit.train.trl_trainer.run_rl_trl` (TRL's generation, CISPO loss, KL, optimiser).
-Proves: the rewards TRL optimised are gymkit's GDPO advantages of exactly the cards
+Proves: the advantages TRL optimised are gymkit's GDPO advantages (batch-scaled by TRL) of exactly the cards
 ``env.score_group`` gives those answers; no invalid answer gets a positive advantage; the loss
 moved the policy (weights changed, KL to the warm start > 0, the REPO-R thermostat ran); the
 probe/table/report files are the in-house trainer's, so ``gymkit train report`` reads the run.
@@ -88,6 +88,13 @@ def test_trl_rewards_are_gymkit_gdpo_of_env_cards(trl_run: Path) -> None:
         assert [r["reward"] for r in g] == [c.reward for c in cards]
         assert [r["valid"] for r in g] == [c.valid for c in cards]
         assert np.array_equal(np.array([r["advantage"] for r in g]), adv)
+    for step in range(1, 5):  # what TRL optimised: those advantages, batch-scaled by TRL
+        a = np.array([r["advantage"] for r in rolls if r["step"] == step])
+        used = np.array([r["trl_advantage"] for r in rolls if r["step"] == step])
+        centred = a - np.repeat(a.reshape(-1, 6).mean(axis=1), 6)
+        want = centred / (a.std(ddof=1) + 1e-4)
+        assert np.allclose(used, want, rtol=1e-5, atol=1e-6)
+        assert np.array_equal(np.sign(used), np.sign(a))
     assert any(r["valid"] for r in rolls) and any(not r["valid"] for r in rolls)
     assert all(r["advantage"] <= 1e-12 for r in rolls if not r["valid"])
 

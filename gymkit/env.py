@@ -37,9 +37,9 @@ from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
 from gymkit.dsl.operators import OPERATORS
 from gymkit.verifiers.archive import NoveltyArchive
 from gymkit.verifiers.channels import CHANNELS, is_low_ic_motif
-from gymkit.verifiers.context import window_context
 from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.cpcv import CPCV
+from gymkit.verifiers.windows import judged_window, window_panel
 
 from .briefs import brief_from_text, compliance_of_text
 from .card import TIMING_PHASES, ScoreCard
@@ -134,7 +134,10 @@ class Environment:
         self.setup = ScoringSetup.build(
             train, split, cost_model_from_dict(config.train_costs), CPCV(**config.cpcv),
             config.burn_in, config.channel_params, cache, worlds)
-        self.n_days = window_context(train, split, "train", config.burn_in).judged.n_days
+        # The judged days only: the window context (forward returns, market) is built by the
+        # first answer scored, so make() runs no compiled kernel.
+        self.n_days = judged_window(window_panel(train, split, "train"), split, "train",
+                                    config.burn_in).n_days
         self.channels: tuple[str, ...] = tuple(
             n for n in config.channels if worlds or CHANNELS[CHANNEL_INDEX[n]].needs != "stress_worlds")
         self.priorities = np.array([config.priorities[n] for n in self.channels], dtype=np.float64)

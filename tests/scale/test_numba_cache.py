@@ -1,5 +1,6 @@
 """Numba's cache of gymkit's kernels is keyed by the sources of dsl/ and verifiers/, so editing a
-kernel that the book inlines (and not book.py) recompiles the book instead of loading stale code.
+helper that another module's kernels inline (``plumbing.clean``, inlined by the element-wise
+engines) recompiles those kernels instead of loading stale code.
 
 The end-to-end test runs a temporary copy of the package (gymkit/, with dsl/ and verifiers/
 inside, as a wheel lays them out) in subprocesses with an empty ``NUMBA_CACHE_DIR``."""
@@ -20,13 +21,13 @@ from gymkit import numba_cache
 ROOT = Path(gymkit.__file__).resolve().parent.parent
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
-# Calls the book's kernel (it inlines the ranking routine of dsl/) and prints numba's cache log.
+# Calls an element-wise kernel (its engine inlines plumbing.clean) and prints numba's cache log.
 _PROBE = """
 import numpy as np, gymkit
-from gymkit.verifiers.book import book_weights
+from gymkit.dsl.kernels import add
 assert gymkit.__file__.startswith({tree!r}), gymkit.__file__
-w = book_weights(np.arange(12.0).reshape(3, 4))
-print("BOOK", repr(w.sum()))
+w = add(np.arange(12.0).reshape(3, 4), np.inf)
+print("ADD", repr(np.isnan(w).sum()))
 """
 
 
@@ -70,7 +71,7 @@ def _run(tree: Path, cache: Path) -> str:
 
 
 @pytest.mark.slow
-def test_editing_a_kernel_recompiles_the_book(tmp_path: Path) -> None:
+def test_editing_an_inlined_helper_recompiles_its_callers(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "gymkit", tree / "gymkit", ignore=_IGNORE)
     for name in ("dsl", "verifiers"):
@@ -78,18 +79,18 @@ def test_editing_a_kernel_recompiles_the_book(tmp_path: Path) -> None:
         shutil.copytree(ROOT / name, tree / "gymkit" / name, ignore=_IGNORE)
     cache = tmp_path / "numba"
 
-    def book_loaded(log: str) -> bool:
-        return any("data loaded" in ln and "_book_weights" in ln for ln in log.splitlines())
+    def engine_loaded(log: str) -> bool:
+        return any("data loaded" in ln and "_binary_engine" in ln for ln in log.splitlines())
 
     first = _run(tree, cache)
-    assert not book_loaded(first) and "BOOK" in first  # compiled into an empty cache
+    assert not engine_loaded(first) and "ADD" in first  # compiled into an empty cache
     again = _run(tree, cache)
-    assert book_loaded(again)  # the cache works: nothing edited, the book is loaded
-    # edit only the module that defines the ranking routine the book inlines
-    (src,) = [p for p in (tree / "gymkit" / "dsl").rglob("*.py") if "def row_ranks2" in p.read_text()]
+    assert engine_loaded(again)  # the cache works: nothing edited, the engine is loaded
+    # edit only the module that defines the helper the engine inlines (not the engine's file)
+    (src,) = [p for p in (tree / "gymkit" / "dsl").rglob("*.py") if "def clean(" in p.read_text()]
     src.write_text(src.read_text() + "\n# an upgrade touched this kernel module\n")
     edited = _run(tree, cache)
-    assert not book_loaded(edited), "stale book code loaded after a kernel edit"
+    assert not engine_loaded(edited), "stale engine code loaded after an edit of what it inlines"
     assert edited.splitlines()[-1] == first.splitlines()[-1]
     assert len([p for p in cache.iterdir() if p.name.startswith(numba_cache.MARK)]) == 2
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DOWN_DAY", "book_report", "book_stats", "run_book_cli"]
+__all__ = ["DOWN_DAY", "book_report", "book_stats"]
 
 #: A market day below this return is a down day.
 DOWN_DAY = -0.015
@@ -63,16 +63,14 @@ def book_report(env: Any, completions: Sequence[str], window: str = "train",
     :class:`~gymkit.holdout.HoldoutRefused` unless ``force``; the report records the look."""
     from gymkit.verifiers.portfolio import correlation_capped_selection, equal_weight_book
 
-    from .probe import holdout_backtest
+    from .holdout import claim_answers, holdout_backtest
 
     if window not in ("train", "holdout"):
         raise ValueError(f"window must be 'train' or 'holdout', got {window!r}")
     look = None
     if window == "holdout":  # claimed before any answer is scored or backtested
-        from .holdout import claim_holdout, formula_forms
-
-        look = claim_holdout(env, formula_forms(env, completions), command="gymkit book "
-                             "--window holdout", force=force, ledger=ledger)
+        look = claim_answers(env, completions, command="gymkit book --window holdout",
+                             force=force, ledger=ledger)
     cards = [c for c in (env.score(x) for x in completions) if c.valid and c.pnl is not None]
     if not cards:
         raise ValueError("no valid answers: no book to build")
@@ -106,42 +104,3 @@ def _train_market(env: Any) -> np.ndarray:
 
     ctx = window_context(env.setup.train, env.setup.split, "train", env.setup.burn_in)
     return np.asarray(ctx.market)
-
-
-def configure_cli(p: Any) -> None:
-    """Arguments of ``gymkit book``."""
-    p.add_argument("--answers", help="JSONL of {checkpoint?, brief_id?, completion} rows")
-    p.add_argument("--corpus", choices=["alpha101"], help="use a built-in corpus")
-    p.add_argument("--window", choices=["train", "holdout"], default="train",
-                   help="window to report the books on (default: train)")
-    p.add_argument("--max-corr", type=float, default=0.5, help="selector's P&L correlation cap")
-    p.add_argument("--env", default="us46-default", help="environment id")
-    from .market_args import add_market_args
-    from .probe import add_holdout_args
-
-    add_holdout_args(p)
-    add_market_args(p)
-
-
-def run_book_cli(args: Any) -> int:
-    """Handler of ``gymkit book``: prints the report as JSON."""
-    import json
-    import sys
-
-    from gymkit.card import json_safe
-
-    from .holdout import default_ledger_path
-    from .market_args import make_env
-    from .probe import alpha101_answers, read_answers
-
-    if bool(args.answers) == bool(args.corpus):
-        raise ValueError("give exactly one of --answers FILE or --corpus alpha101")
-    rows = read_answers(args.answers) if args.answers else alpha101_answers()
-    env = make_env(args)
-    rep = book_report(env, [r["completion"] for r in rows], args.window, args.max_corr,
-                      force=args.force_holdout, ledger=args.ledger)
-    if rep.get("holdout_look", {}).get("forced"):
-        print(f"holdout: FORCED look #{rep['holdout_look']['number']} (--force-holdout), "
-              f"recorded in {args.ledger or default_ledger_path()}", file=sys.stderr)
-    print(json.dumps(json_safe(rep), indent=2, sort_keys=True))
-    return 0

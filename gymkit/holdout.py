@@ -1,4 +1,15 @@
-"""Holdout once, everywhere: one ledger of holdout looks (SQLite, standard library, WAL mode).
+"""The holdout, in one module: its backtest and score, and the ledger that allows one look.
+
+Scoring (DESIGN §8, alpha post §7–§8): :func:`holdout_run` (values and backtest) and
+:func:`holdout_backtest` (the backtest) evaluate a formula on the whole market and backtest
+the holdout window with the environment's realistic cost model
+(``holdout_costs``, through :func:`gymkit.oracle.env_backtest`); :func:`holdout_score` is
+``clip(holdout CPCV score − 2·max(0, turnover − 0.5), ±5)`` (R5's excess-turnover penalty);
+:func:`holdout_figures` are the four per-answer figures every holdout table shows.  Used by
+``gymkit probe``, ``gymkit book --window holdout``, ``gymkit report --holdout`` (the report's
+holdout section) and :func:`score_holdout`.
+
+The ledger: one ledger of holdout looks (SQLite, standard library, WAL mode).
 
 A *look* is any computation that shows holdout figures: ``gymkit probe --holdout``,
 ``gymkit book --window holdout``, ``gymkit report --holdout`` and :func:`score_holdout`
@@ -22,11 +33,15 @@ first look.
 Ledger file: ``$GYMKIT_HOLDOUT_LEDGER``, else ``$XDG_CACHE_HOME/gymkit/holdout-ledger.sqlite``
 (``~/.cache/...``); ``--ledger PATH`` on the commands.  Table ``looks``: id, created_utc,
 env_fingerprint, formula_set, n_formulas, command, forced, result_sha256.
+
+``gymkit probe --holdout`` also writes its result once per answers file into its ``--out``
+folder (:func:`write_holdout_once`, with ``holdout-ledger.jsonl`` beside it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -35,8 +50,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LEDGER_ENV", "HoldoutLedger", "HoldoutRefused", "Look", "claim_holdout",
-           "default_ledger_path", "formula_forms", "formula_set_digest", "score_holdout"]
+__all__ = ["EXCESS_TURNOVER", "HOLDOUT_CLIP", "LEDGER_ENV", "HoldoutLedger", "HoldoutRefused",
+           "Look", "check_holdout_unused", "claim_answers", "claim_holdout", "default_ledger_path",
+           "forced_line", "formula_forms", "formula_set_digest", "holdout_backtest",
+           "holdout_figures", "holdout_run", "holdout_score", "score_holdout", "write_holdout_once"]
+
+#: Holdout scores are clipped to ±this.
+HOLDOUT_CLIP = 5.0
+#: Turnover above this pays 2·(excess) on the holdout score (R5's band edge).
+EXCESS_TURNOVER = 0.5
 
 #: Environment variable naming the ledger file.
 LEDGER_ENV = "GYMKIT_HOLDOUT_LEDGER"
@@ -171,11 +193,52 @@ def claim_holdout(env: Any, canonicals: Sequence[str], *, command: str, force: b
         return db.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
 
 
-def forced_line(look: Look, ledger: str | Path | None = None) -> str:
-    """The line a command prints for a forced look."""
+def claim_answers(env: Any, completions: Iterable[str], *, command: str, force: bool = False,
+                  ledger: str | Path | HoldoutLedger | None = None) -> Look:
+    """Claim the look of the answers' valid formulas (:func:`formula_forms`) before any is
+    backtested; ``ValueError`` when none is valid, :class:`HoldoutRefused` on a second look."""
+    return claim_holdout(env, formula_forms(env, completions), command=command, force=force,
+                         ledger=ledger)
+
+
+def forced_line(number: int, ledger: str | Path | None = None) -> str:
+    """The line a command prints for forced look number ``number``."""
     where = ledger or default_ledger_path()
-    return (f"holdout: FORCED look #{look.number} at this environment and formula set "
+    return (f"holdout: FORCED look #{number} at this environment and formula set "
             f"(--force-holdout), recorded in {where}")
+
+
+# ----------------------------------------------------------------------- holdout scoring
+def holdout_run(env: Any, formula: Any) -> Any:
+    """``formula`` (text or AST) evaluated on the whole ``env.market`` and backtested on its
+    holdout window with the environment's holdout costs: a :class:`gymkit.oracle.FormulaBacktest`
+    (values and backtest; the report's holdout section reads both)."""
+    from .oracle import env_backtest
+
+    return env_backtest(env, formula, "holdout")
+
+
+def holdout_backtest(env: Any, formula: Any) -> Any:
+    """The :class:`~gymkit.verifiers.oracle.BacktestResult` of :func:`holdout_run`."""
+    return holdout_run(env, formula).result
+
+
+def holdout_score(bt: Any) -> float:
+    """clip(holdout CPCV score − 2·max(0, turnover − 0.5), ±5) of a holdout backtest."""
+    import numpy as np
+
+    s = bt.cpcv.score - 2.0 * max(0.0, bt.metrics.turnover - EXCESS_TURNOVER)
+    return float(np.clip(s, -HOLDOUT_CLIP, HOLDOUT_CLIP)) if np.isfinite(s) else -HOLDOUT_CLIP
+
+
+def holdout_figures(bt: Any) -> dict[str, float]:
+    """``holdout_score``, ``holdout_sharpe``, ``holdout_return`` (compounded net) and
+    ``holdout_turnover`` of one holdout backtest."""
+    import numpy as np
+
+    return {"holdout_score": holdout_score(bt), "holdout_sharpe": bt.metrics.sharpe,
+            "holdout_return": float(np.prod(1.0 + bt.net) - 1.0),
+            "holdout_turnover": bt.metrics.turnover}
 
 
 def score_holdout(env: Any, completions: Sequence[str], *, force: bool = False,
@@ -188,18 +251,39 @@ def score_holdout(env: Any, completions: Sequence[str], *, force: bool = False,
     ``{"look": n, "forced": bool, "answers": [{formula, canonical, holdout_score,
     holdout_sharpe, holdout_return, holdout_turnover}]}``; invalid answers are skipped.
     """
-    import numpy as np
-
-    from .probe import holdout_backtest, holdout_score
-
-    look = claim_holdout(env, formula_forms(env, completions), command=command, force=force,
-                         ledger=ledger)
+    look = claim_answers(env, completions, command=command, force=force, ledger=ledger)
     cards = [c for c in (env.score(x) for x in completions) if c.valid]
-    out = []
-    for c in cards:
-        bt = holdout_backtest(env, c.formula)
-        out.append({"formula": c.formula, "canonical": c.canonical,
-                    "holdout_score": holdout_score(bt), "holdout_sharpe": bt.metrics.sharpe,
-                    "holdout_return": float(np.prod(1.0 + bt.net) - 1.0),
-                    "holdout_turnover": bt.metrics.turnover})
+    out = [{"formula": c.formula, "canonical": c.canonical,
+            **holdout_figures(holdout_backtest(env, c.formula))} for c in cards]
     return {"look": look.number, "forced": look.forced, "answers": out}
+
+
+# ------------------------------------------------------- probe's result file, written once
+def check_holdout_unused(answers_sha: str, out_dir: str | Path) -> None:
+    """Raise ``ValueError`` when the ledger in ``out_dir`` already holds these answers' holdout."""
+    ledger = Path(out_dir) / "holdout-ledger.jsonl"
+    if ledger.exists():
+        for line in ledger.read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line).get("answers_sha256") == answers_sha:
+                raise ValueError(f"the holdout of answers {answers_sha[:12]} was already computed "
+                                 f"(ledger {ledger}): the holdout is scored once")
+
+
+def write_holdout_once(result: dict[str, Any], answers_sha: str, out_dir: str | Path,
+                       force: bool = False) -> Path:
+    """Write the holdout result under ``out_dir`` once per answers file; record it in the ledger.
+
+    ``force`` (a forced look, already recorded in the holdout ledger) overwrites the file."""
+    if not force:
+        check_holdout_unused(answers_sha, out_dir)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ledger = out / "holdout-ledger.jsonl"
+    text = json.dumps(result, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    path = out / f"holdout-{answers_sha[:16]}.json"
+    path.write_text(text + "\n", encoding="utf-8")
+    with ledger.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"answers_sha256": answers_sha, "result_sha256": digest,
+                             "file": path.name}) + "\n")
+    return path

@@ -13,20 +13,18 @@ Per checkpoint, always (train window only; the selector):
   every window and numeric literal erased (``ts_mean(close, 20)`` and ``ts_mean(close, 60)``
   are one family).
 
-With ``holdout=True``, once, afterwards: for each valid answer the formula is evaluated on the
-whole market and backtested on the holdout window with the realistic cost model of the
-environment (``holdout_costs``); its holdout score is ``clip(CPCV-style Sharpe on the holdout
-− 2·max(0, turnover − 0.5), −5, 5)`` (the excess-turnover penalty is R5's); the checkpoint
-reports the mean over valid answers, how many score above 0, and the equal-weight book of all
-valid answers (compounded return, Sharpe).  The holdout result is written once: a ledger beside
-the output records the sha256 of the answers file and of the result; a second holdout run on
-the same answers is refused.
+With ``holdout=True``, once, afterwards: each valid answer's holdout backtest and score
+(:mod:`gymkit.holdout`: the whole market, the holdout window, the realistic cost model,
+``clip(holdout CPCV score − 2·max(0, turnover − 0.5), ±5)``); the checkpoint reports the mean
+over valid answers, how many score above 0, and the equal-weight book of all valid answers
+(compounded return, Sharpe).  ``gymkit probe --holdout`` writes the result once
+(:func:`gymkit.holdout.write_holdout_once`); the look is claimed in the holdout ledger first.
+The holdout names (``holdout_backtest``, ``holdout_score``, ``HOLDOUT_CLIP``, ...) are
+:mod:`gymkit.holdout`'s, importable from here too.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +34,18 @@ from typing import Any
 import numpy as np
 
 from gymkit.jsonl import read_jsonl
+
+from .holdout import (
+    EXCESS_TURNOVER,
+    HOLDOUT_CLIP,
+    check_holdout_unused,
+    claim_holdout,
+    formula_forms,
+    holdout_backtest,
+    holdout_figures,
+    holdout_score,
+    write_holdout_once,
+)
 
 __all__ = [
     "EXCESS_TURNOVER",
@@ -49,14 +59,9 @@ __all__ = [
     "holdout_score",
     "probe",
     "read_answers",
-    "run_probe_cli",
     "write_holdout_once",
 ]
 
-#: Holdout scores are clipped to ±this.
-HOLDOUT_CLIP = 5.0
-#: Turnover above this pays 2·(excess) on the holdout score (R5's band edge).
-EXCESS_TURNOVER = 0.5
 _NUM = re.compile(r"(?<![A-Za-z_])\d+(\.\d+)?(e[-+]?\d+)?")
 
 
@@ -91,31 +96,6 @@ def alpha101_answers(checkpoint: str = "alpha101") -> list[dict[str, str]]:
             out.append({"checkpoint": checkpoint, "brief_id": probe[i % len(probe)].brief_id,
                         "completion": f"<alpha>{formula}</alpha>"})
     return out
-
-
-def holdout_backtest(env: Any, formula: str) -> Any:
-    """Backtest ``formula`` on the holdout window of ``env.market`` with realistic costs."""
-    from gymkit.dsl import parse
-    from gymkit.dsl.evaluator import evaluate
-    from gymkit.verifiers.costs import cost_model_from_dict
-    from gymkit.verifiers.cpcv import CPCV
-    from gymkit.verifiers.oracle import backtest
-
-    expr = parse(formula, fields=env.setup.fields, levels=env.setup.levels)
-    values = evaluate(expr, env.market)
-    return backtest(values, env.market, env.config.split_obj, "holdout",
-                    cost_model_from_dict(env.config.holdout_costs), cpcv=CPCV(**env.config.cpcv),
-                    burn_in=env.config.burn_in)
-
-
-def holdout_score(bt: Any) -> float:
-    """clip(holdout CPCV score − 2·max(0, turnover − 0.5), ±5) of a holdout backtest."""
-    s = bt.cpcv.score - 2.0 * max(0.0, bt.metrics.turnover - EXCESS_TURNOVER)
-    return float(np.clip(s, -HOLDOUT_CLIP, HOLDOUT_CLIP)) if np.isfinite(s) else -HOLDOUT_CLIP
-
-
-def _compound(r: np.ndarray) -> float:
-    return float(np.prod(1.0 + r) - 1.0)
 
 
 @dataclass
@@ -160,8 +140,6 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
         by_ck.setdefault(str(a.get("checkpoint", "0")), []).append(a["completion"])
     look = None
     if holdout:  # claimed before any answer is scored or backtested
-        from .holdout import claim_holdout, formula_forms
-
         forms = formula_forms(env, [c for comps in by_ck.values() for c in comps])
         if forms:
             look = claim_holdout(env, forms, command=command, force=force, ledger=ledger)
@@ -181,16 +159,14 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
             details = iter([d for d in row.answers if d["valid"]])
             for c in valid:
                 bt = holdout_backtest(env, c.formula)
-                s = holdout_score(bt)
-                scores.append(s)
+                figures = holdout_figures(bt)
+                scores.append(figures["holdout_score"])
                 pnls.append(bt.net)
-                d = next(details)
-                d.update(holdout_score=s, holdout_sharpe=bt.metrics.sharpe,
-                         holdout_return=_compound(bt.net), holdout_turnover=bt.metrics.turnover)
+                next(details).update(figures)
             book = equal_weight_book(np.stack(pnls, axis=1))
             row.holdout_score = float(np.mean(scores))
             row.holdout_positive = int(sum(s > 0 for s in scores))
-            row.book_return = _compound(book)
+            row.book_return = float(np.prod(1.0 + book) - 1.0)
             row.book_sharpe = sharpe(book)
         rows.append(row)
     return rows
@@ -214,95 +190,3 @@ def format_table(rows: Sequence[CheckpointRow]) -> str:
     if best is not None:
         lines.append(f"selected by train CPCV: {best.checkpoint}")
     return "\n".join(lines)
-
-
-def _sha256_file(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def check_holdout_unused(answers_sha: str, out_dir: str | Path) -> None:
-    """Raise ``ValueError`` when the ledger in ``out_dir`` already holds these answers' holdout."""
-    ledger = Path(out_dir) / "holdout-ledger.jsonl"
-    if ledger.exists():
-        for line in ledger.read_text(encoding="utf-8").splitlines():
-            if line.strip() and json.loads(line).get("answers_sha256") == answers_sha:
-                raise ValueError(f"the holdout of answers {answers_sha[:12]} was already computed "
-                                 f"(ledger {ledger}): the holdout is scored once")
-
-
-def write_holdout_once(result: dict[str, Any], answers_sha: str, out_dir: str | Path,
-                       force: bool = False) -> Path:
-    """Write the holdout result under ``out_dir`` once per answers file; record it in the ledger.
-
-    ``force`` (a forced look, already recorded in the holdout ledger) overwrites the file."""
-    if not force:
-        check_holdout_unused(answers_sha, out_dir)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    ledger = out / "holdout-ledger.jsonl"
-    text = json.dumps(result, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    path = out / f"holdout-{answers_sha[:16]}.json"
-    path.write_text(text + "\n", encoding="utf-8")
-    with ledger.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"answers_sha256": answers_sha, "result_sha256": digest,
-                             "file": path.name}) + "\n")
-    return path
-
-
-def configure_cli(p: Any) -> None:
-    """Arguments of ``gymkit probe``."""
-    p.add_argument("--answers", help="JSONL of {checkpoint, brief_id, completion} rows")
-    p.add_argument("--corpus", choices=["alpha101"], help="score a built-in corpus as one checkpoint")
-    p.add_argument("--holdout", action="store_true",
-                   help="also score the holdout once (realistic costs); written to --out")
-    p.add_argument("--out", default="probe-results", help="folder for the holdout result and ledger")
-    p.add_argument("--env", default="us46-default", help="environment id")
-    p.add_argument("--json", action="store_true", help="print rows as JSON instead of the table")
-    add_holdout_args(p)
-    from .market_args import add_market_args
-
-    add_market_args(p)
-
-
-def add_holdout_args(p: Any) -> None:
-    """``--force-holdout`` and ``--ledger`` (the holdout ledger, :mod:`gymkit.holdout`)."""
-    p.add_argument("--force-holdout", action="store_true",
-                   help="look at the holdout again although the ledger has a look (printed and "
-                        "recorded)")
-    p.add_argument("--ledger", default=None, metavar="FILE",
-                   help="holdout ledger (default $GYMKIT_HOLDOUT_LEDGER or "
-                        "~/.cache/gymkit/holdout-ledger.sqlite)")
-
-
-def run_probe_cli(args: Any) -> int:
-    """Handler of ``gymkit probe``."""
-    from .holdout import HoldoutLedger, forced_line
-    from .market_args import make_env
-
-    if bool(args.answers) == bool(args.corpus):
-        raise ValueError("give exactly one of --answers FILE or --corpus alpha101")
-    if args.answers:
-        answers, sha = read_answers(args.answers), _sha256_file(args.answers)
-    else:
-        answers = alpha101_answers()
-        sha = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
-    env = make_env(args)
-    with HoldoutLedger(args.ledger) as ledger:
-        rows = probe(env, answers, holdout=args.holdout, force=args.force_holdout,
-                     ledger=ledger)
-    if args.holdout:
-        look = next((r.look for r in rows if r.look is not None), None)
-        forced = look is not None and look.forced
-        if forced:
-            print(forced_line(look, ledger.path))
-        result = {"answers_sha256": sha, "env_fingerprint": env.fingerprint,
-                  "forced_holdout": forced, "rows": [r.to_dict() for r in rows]}
-        path = write_holdout_once(result, sha, args.out, force=args.force_holdout)
-        print(f"holdout result written once to {path}")
-    if args.json:
-        for r in rows:
-            print(json.dumps(r.to_dict(), sort_keys=True))
-    else:
-        print(format_table(rows))
-    return 0

@@ -166,6 +166,7 @@ def check_native_engine(target: AuditTarget) -> CheckResult:
     from gymkit.dsl import evaluator
     from gymkit.dsl.kernels import KERNELS
     from gymkit.dsl.operators import OPERATORS
+    from gymkit.oracle import env_backtest
     from gymkit.verifiers import oracle
     from gymkit.verifiers.windows import judged_window
 
@@ -190,7 +191,8 @@ def check_native_engine(target: AuditTarget) -> CheckResult:
             expr = parse(formula, fields=setup.fields, levels=setup.levels)
         except DSLError:
             continue
-        got = evaluator.evaluate(expr, train, cache=None)
+        run = env_backtest(env, expr, "train", cached=False)
+        got, bt = run.values, run.result
         want = np.broadcast_to(reference_evaluate(expr, train), got.shape)
         if not np.array_equal(np.isnan(got), np.isnan(want)):
             problems.append(f"{formula}: NaN pattern differs from the reference")
@@ -198,8 +200,6 @@ def check_native_engine(target: AuditTarget) -> CheckResult:
         with np.errstate(invalid="ignore"):
             rel = np.abs(got - want) / np.maximum(1.0, np.abs(want))
         err_v = max(err_v, float(np.nanmax(rel)) if np.isfinite(rel).any() else 0.0)
-        bt = oracle.backtest(got, train, setup.split, "train", setup.costs, cpcv=setup.cpcv,
-                             burn_in=setup.burn_in)
         ref = reference_gross(np.asarray(got), train, rows)
         err_g = max(err_g, float(np.max(np.abs(bt.gross - ref))))
         compared += 1

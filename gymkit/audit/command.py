@@ -26,7 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checks", default=None, help="comma-separated subset of the checks (--list)")
     p.add_argument("--list", action="store_true", help="list the checks and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print every check's details")
-    from gymkit.market_args import add_market_args
+    from gymkit.cli.options import add_market_args
 
     add_market_args(p, market=False)
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         unknown = [n for n in names if n not in CHECK_NAMES]
         if unknown:
             raise ValueError(f"unknown audit check(s) {unknown}; known: {list(CHECK_NAMES)}")
-    from gymkit.market_args import parse_split, read_market
+    from gymkit.cli.options import parse_split, read_market
 
     t0 = time.perf_counter()
     market = args.market

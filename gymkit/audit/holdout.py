@@ -34,11 +34,14 @@ __all__ = ["TrainPathSpy", "check_frozen_holdout", "check_holdout_isolation", "p
 #: Panel argument.  Scoring calls evaluate/backtest through gymkit.scoring's namespace; the
 #: environment and the oracle build window contexts through their own imports.
 #: Stress worlds (R3) are re-scored through gymkit.scoring.world_score when configured.
-#: Entry points a given code version lacks are skipped.
+#: The formula -> backtest helper (gymkit.oracle) is wrapped too, for any train path that
+#: goes through it.  Entry points a given code version lacks are skipped.
 SPIED: tuple[tuple[str, str, int], ...] = (
     ("gymkit.scoring", "evaluate", 1),
     ("gymkit.scoring", "backtest", 1),
     ("gymkit.scoring", "world_score", 1),
+    ("gymkit.oracle", "evaluate", 1),
+    ("gymkit.oracle", "backtest", 1),
     ("gymkit.env", "window_context", 0),
     ("gymkit.verifiers.oracle", "window_context", 0),
 )

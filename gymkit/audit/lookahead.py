@@ -43,8 +43,8 @@ from gymkit.dsl.operators import (
     RECURSIVE_OPERATORS,  # read off the operator table (OpSpec.recursive): name -> why
 )
 from gymkit.dsl.printer import to_text
+from gymkit.oracle import backtest_formula
 from gymkit.verifiers.cpcv import CPCV
-from gymkit.verifiers.oracle import backtest
 
 from .formulas import random_formula, tag, unit_formulas
 from .result import CheckResult
@@ -179,14 +179,14 @@ def future_perturbation_diff(expr: Node, panel: Panel, later: Panel, cut: int, s
                              costs: object | None = None) -> str | None:
     """Where ``expr`` on ``later`` (``panel`` scrambled after row ``cut``) first differs from
     ``panel`` at or before the cut, or None.  Both panels are train panels of ``split``."""
-    a = evaluate(expr, panel, cache=None)
-    b = evaluate(expr, later, cache=None)
+    run_a, run_b = (backtest_formula(expr, p, "train", split=split, costs=costs, cpcv=cpcv,
+                                     burn_in=burn_in) for p in (panel, later))
+    a, b = run_a.values, run_b.values
     if a[:cut + 1].tobytes() != b[:cut + 1].tobytes():
         row = int(np.nonzero(~((a[:cut + 1] == b[:cut + 1])
                               | (np.isnan(a[:cut + 1]) & np.isnan(b[:cut + 1]))).all(axis=1))[0][0])
         return f"value at row {row} (cut {cut})"
-    ra = backtest(a, panel, split, "train", costs, cpcv=cpcv, burn_in=burn_in)
-    rb = backtest(b, later, split, "train", costs, cpcv=cpcv, burn_in=burn_in)
+    ra, rb = run_a.result, run_b.result
     first = int(np.searchsorted(panel.dates, ra.dates[0]))
     signal = np.arange(ra.dates.size) + first  # panel row of each judged signal date
     known = signal <= cut

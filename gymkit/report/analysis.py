@@ -23,14 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from gymkit.card import ScoreCard
-from gymkit.dsl import parse
-from gymkit.dsl.evaluator import evaluate
 from gymkit.env import Environment
+from gymkit.holdout import holdout_run
+from gymkit.oracle import env_backtest
 from gymkit.verifiers.context import window_context
-from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.factors import FACTOR_NAMES
 from gymkit.verifiers.metrics import max_drawdown, sharpe
-from gymkit.verifiers.oracle import BacktestResult, backtest
+from gymkit.verifiers.oracle import BacktestResult
 from gymkit.verifiers.portfolio import (
     correlation_capped_selection,
     effective_number_of_bets,
@@ -157,17 +156,12 @@ class Backtests:
 
 
 def _backtests(env: Environment, formula: str, holdout: bool) -> Backtests:
-    s = env.setup
-    expr = parse(formula, fields=s.fields, levels=s.levels)
-    vt = evaluate(expr, s.train, cache=s.cache)
-    train = backtest(vt, s.train, s.split, "train", s.costs,  # type: ignore[arg-type]
-                     cpcv=s.cpcv, burn_in=s.burn_in)
+    """The train backtest and, with ``holdout``, the holdout one (:mod:`gymkit.holdout`)."""
+    train = env_backtest(env, formula, "train")
     if not holdout:
-        return Backtests(vt, train, None, None)
-    vf = evaluate(expr, env.market, cache=s.cache)
-    hold = backtest(vf, env.market, s.split, "holdout", cost_model_from_dict(env.config.holdout_costs),
-                    cpcv=s.cpcv, burn_in=s.burn_in)
-    return Backtests(vt, train, vf, hold)
+        return Backtests(train.values, train.result, None, None)
+    hold = holdout_run(env, train.expr)
+    return Backtests(train.values, train.result, hold.values, hold.result)
 
 
 def _ic_decay(panel_values: np.ndarray, panel: object, bt: BacktestResult, env: Environment) -> np.ndarray:

@@ -26,8 +26,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "recorded in the holdout ledger (default: train figures only)")
     p.add_argument("--no-holdout", action="store_true",
                    help="train figures only (the default; kept for older scripts)")
-    from gymkit.market_args import add_market_args
-    from gymkit.probe import add_holdout_args
+    from gymkit.cli.options import add_holdout_args, add_market_args
 
     add_holdout_args(p)
     add_market_args(p)
@@ -44,13 +43,13 @@ def generated_line() -> str:
 
 def _claim(env: object, texts: list[str], args: argparse.Namespace) -> None:
     """Claim the report's holdout look in the ledger (gymkit.holdout); print a forced look."""
-    from gymkit.holdout import claim_holdout, forced_line, formula_forms
+    from gymkit.holdout import claim_answers, forced_line
     from gymkit.report.analysis import as_completion
 
-    look = claim_holdout(env, formula_forms(env, [as_completion(t) for t in texts]), command="gymkit report --holdout",
+    look = claim_answers(env, [as_completion(t) for t in texts], command="gymkit report --holdout",
                          force=args.force_holdout, ledger=args.ledger)
     if look.forced:
-        print(forced_line(look, args.ledger))
+        print(forced_line(look.number, args.ledger))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # the CLI never opens a window
-    from gymkit.market_args import make_env
+    from gymkit.cli.options import make_env
     from gymkit.report.api import answers_report, formula_report, read_answers
 
     stamp = None if args.no_timestamp else generated_line()

@@ -57,12 +57,12 @@ def test_user_error_is_one_line_exit_1_and_debug_shows_traceback(capsys):
 
 
 def test_internal_error_exits_3(capsys, monkeypatch):
-    import gymkit.score_cli as sc
+    import gymkit.cli.env as sc
 
     def boom(args):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(sc, "run_env", boom)
+    monkeypatch.setattr(sc, "run", boom)
     rc, _, err = run(capsys, "env", "list")
     assert rc == 3 and "internal error: RuntimeError: kaput" in err and "--debug" in err
     assert "Traceback" not in err

@@ -17,9 +17,8 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
-from .market_args import add_market_args, note, parse_split, read_market
+from .errors import UsageError
+from .options import add_market_args, note, parse_split, read_market
 
 __all__ = ["configure", "panel_to_long", "run"]
 
@@ -35,6 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def panel_to_long(panel: object) -> object:
     """The long polars frame of a panel: one row per (date, ticker) with any value, sorted."""
+    import numpy as np
     import polars as pl
 
     from gymkit.data.panel import Panel
@@ -88,7 +88,6 @@ def _clean(args: argparse.Namespace, src: str, out: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``gymkit market`` (module doc)."""
-    from gymkit.cli import UsageError
     from gymkit.market_summary import market_summary
 
     paths = list(args.path)

@@ -1,14 +1,9 @@
-"""The ``gymkit`` command line.  Subcommands are rows of one table, ``COMMANDS``.
+"""The parser and the dispatcher of ``gymkit``: one row of :data:`COMMANDS` per subcommand.
 
-Exit codes (every command): 0 ok, 1 user error (bad input, unknown id, missing file, a
-missing optional dependency: the message names the install command), 2 usage error (bad
-arguments), 3 internal error (a bug: please report it), 130 interrupted, 141 the output pipe
-closed early (``gymkit score ... | head``: quiet, no traceback).
-Errors print as one line on stderr; ``--debug`` (anywhere on the line) adds the traceback.
-
-Startup is light: ``gymkit --help`` / ``--version`` configure no subcommand, and a command line
-configures only its own subcommand, so numba, scipy, polars and FastAPI load only when a
-command needs them.
+A row names the command's module, ``gymkit.cli.<module>``, which defines ``configure(p)`` (its
+arguments) and ``run(args) -> int`` (its handler).  That module is imported only when its
+command is on the line (the one lazy-import idiom), so ``gymkit --help`` imports no command
+module and a command line imports one.  Adding a command = one module + one row.
 """
 
 from __future__ import annotations
@@ -17,87 +12,73 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import import_module
+
+from .errors import USER_ERRORS, UsageError, missing_dependency
 
 
 @dataclass(frozen=True)
 class Command:
-    """One CLI subcommand: its name, one-line help, argument setup and handler."""
+    """One CLI subcommand: its name, its module under ``gymkit.cli``, one-line help, examples."""
 
     name: str
+    module: str  # gymkit.cli.<module> defines configure(p) and run(args)
     help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
     examples: tuple[str, ...] = ()  # shown in `gymkit --help` and `gymkit NAME --help`
 
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        """Add the command's arguments to its subparser ``p`` (imports its module)."""
+        import_module(f"gymkit.cli.{self.module}").configure(p)
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from gymkit.demo import run_cli
-
-    return run_cli(args)
-
-
-def _configure_demo(p: argparse.ArgumentParser) -> None:
-    from gymkit.demo import configure
-
-    configure(p)
-
-
-def _lazy(module: str, attr: str) -> Callable:
-    """A callable that imports ``module`` on first call and forwards to ``module.attr``."""
-    def call(arg: object) -> object:
-        return getattr(__import__(module, fromlist=[attr]), attr)(arg)
-    return call
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the command's handler (the module's ``run``, looked up at call time)."""
+        return import_module(f"gymkit.cli.{self.module}").run(args)
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("demo", "score a sample group of answers on the embedded market; write a tear sheet",
-            _configure_demo, _cmd_demo,
+    Command("demo", "demo",
+            "score a sample group of answers on the embedded market; write a tear sheet",
             ("gymkit demo", "gymkit demo --out /tmp/tear-sheet", "gymkit demo --json --no-report")),
-    Command("market", "summarise the embedded default market or a panel file; clean a file once",
-            _lazy("gymkit.market_cli", "configure"), _lazy("gymkit.market_cli", "run"),
+    Command("market", "market",
+            "summarise the embedded default market or a panel file; clean a file once",
             ("gymkit market", "gymkit market prices.csv --columns date=Date,ticker=Name",
              "gymkit market clean raw.csv.gz clean.parquet --adjust")),
-    Command("score", "score formulas: a card as a table (channels, why, backtest) or --json",
-            _lazy("gymkit.score_cli", "configure_score"), _lazy("gymkit.score_cli", "run_score"),
+    Command("score", "score",
+            "score formulas: a card as a table (channels, why, backtest) or --json",
             ("gymkit score 'rank(-ts_sum(returns, 5))'",
              "gymkit score 'rank(ts_std(volume, 20))' 'rank(-returns)' --json",
              "cat formulas.txt | gymkit score -")),
-    Command("score-file", "score a JSONL/Parquet/text file of answers into cards (resumable)",
-            _lazy("gymkit.scorefile", "configure"), _lazy("gymkit.scorefile", "run_cli"),
+    Command("score-file", "score_file",
+            "score a JSONL/Parquet/text file of answers into cards (resumable)",
             ("gymkit score-file answers.jsonl --out cards.jsonl",
              "gymkit score-file rollouts.parquet --out cards.parquet --group-field prompt_id")),
-    Command("report", "write a static HTML tear sheet of a formula or of a file of answers",
-            _lazy("gymkit.report.command", "configure"), _lazy("gymkit.report.command", "run"),
+    Command("report", "report",
+            "write a static HTML tear sheet of a formula or of a file of answers",
             ("gymkit report 'rank(-ts_sum(returns, 5))' --out report/",
              "gymkit report --answers answers.jsonl --out group-report/")),
-    Command("jepa", "train the JEPA world model or build its stress worlds (needs torch)",
-            _lazy("gymkit.jepa.train", "configure"), _lazy("gymkit.jepa.train", "run"),
+    Command("jepa", "jepa",
+            "train the JEPA world model or build its stress worlds (needs torch)",
             ("gymkit jepa train --threads 2", "gymkit jepa worlds")),
-    Command("env", "list the registered environments or show one's configuration",
-            _lazy("gymkit.score_cli", "configure_env"), _lazy("gymkit.score_cli", "run_env"),
+    Command("env", "env",
+            "list the registered environments or show one's configuration",
             ("gymkit env list", "gymkit env show us46-default --toml")),
-    Command("audit", "pre-run checklist: leak, canary, determinism, hand-play, variance checks",
-            lambda p: __import__("gymkit.audit.command", fromlist=["configure"]).configure(p),
-            lambda a: __import__("gymkit.audit.command", fromlist=["run"]).run(a)),
-    Command("briefs", "generate design briefs (train/holdout/probe split, difficulty filter)",
-            lambda p: __import__("gymkit.adapters.datasets", fromlist=["x"]).configure_briefs_cli(p),
-            lambda a: __import__("gymkit.adapters.datasets", fromlist=["x"]).run_briefs_cli(a)),
-    Command("probe", "train-CPCV checkpoint table; --holdout scores the holdout once",
-            lambda p: __import__("gymkit.probe", fromlist=["x"]).configure_cli(p),
-            lambda a: __import__("gymkit.probe", fromlist=["x"]).run_probe_cli(a)),
-    Command("book", "equal-weight and correlation-capped books of valid answers",
-            lambda p: __import__("gymkit.book", fromlist=["x"]).configure_cli(p),
-            lambda a: __import__("gymkit.book", fromlist=["x"]).run_book_cli(a)),
-    Command("export-sft", "verified (brief, formula, card) pairs for supervised fine-tuning",
-            lambda p: __import__("gymkit.sft", fromlist=["x"]).configure_cli(p),
-            lambda a: __import__("gymkit.sft", fromlist=["x"]).run_export_cli(a)),
-    Command("serve", "HTTP verifier server: cards identical to the Python API, worker processes",
-            _lazy("gymkit.server.serve", "configure_serve"), _lazy("gymkit.server.serve", "run_serve"),
+    Command("audit", "audit",
+            "pre-run checklist: leak, canary, determinism, hand-play, variance checks"),
+    Command("briefs", "briefs",
+            "generate design briefs (train/holdout/probe split, difficulty filter)"),
+    Command("probe", "probe",
+            "train-CPCV checkpoint table; --holdout scores the holdout once"),
+    Command("book", "book",
+            "equal-weight and correlation-capped books of valid answers"),
+    Command("export-sft", "export_sft",
+            "verified (brief, formula, card) pairs for supervised fine-tuning"),
+    Command("serve", "serve",
+            "HTTP verifier server: cards identical to the Python API, worker processes",
             ("gymkit serve", "gymkit serve --host 0.0.0.0 --port 8000 --workers 4 --token $TOKEN")),
-    Command("train", "train a small policy from scratch: sft, rl (GDPO+CISPO), report (needs torch)",
-            _lazy("gymkit.train.cli", "configure"), _lazy("gymkit.train.cli", "run"),
+    Command("train", "train",
+            "train a small policy from scratch: sft, rl (GDPO+CISPO), report (needs torch)",
             ("gymkit train sft --run runs/a", "gymkit train rl --run runs/a",
              "gymkit train report runs/a")),
 )
@@ -161,36 +142,6 @@ def _version() -> str:
     return __version__
 
 
-class UsageError(Exception):
-    """Raised by a handler for a bad combination of arguments: exit code 2."""
-
-
-#: Exceptions that mean "the user's input is wrong" (exit 1), not "gymkit is broken" (exit 3).
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFoundError,
-                                                IsADirectoryError, NotADirectoryError,
-                                                PermissionError)
-
-
-#: Optional packages a command may need -> the install command named in its error.
-INSTALL_HINTS: dict[str, str] = {
-    "torch": "pip install torch==2.13.0",
-    "transformers": "pip install torch==2.13.0 'gymkit[train]'",
-    "fastapi": "pip install 'gymkit[server]'",
-    "uvicorn": "pip install 'gymkit[server]'",
-    "matplotlib": "pip install 'gymkit[report]'",
-    "gymnasium": "pip install 'gymkit[adapters]'",
-    "trl": "pip install 'gymkit[adapters]'",
-    "datasets": "pip install 'gymkit[adapters]'",
-    "verifiers": "pip install 'gymkit[adapters]'",
-}
-
-
-def _missing_dependency(exc: ModuleNotFoundError) -> str | None:
-    top = (exc.name or "").split(".")[0]
-    hint = INSTALL_HINTS.get(top)
-    return None if hint is None else f"this command needs {top}, which is not installed: {hint}"
-
-
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
     try:
@@ -223,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = f"gymkit {args.command}"
     try:
-        from .numba_cache import notify_compiles
+        from gymkit.numba_cache import notify_compiles
 
         notify_compiles()  # a progress line while a one-time Numba compile runs
         rc = int(args._run(args))
@@ -248,14 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        missing = _missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else None
+        missing = missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else None
         if missing is not None:
             print(f"{name}: error: {missing}", file=sys.stderr)
             return 1
         print(f"{name}: internal error: {type(exc).__name__}: {_one_line(exc)} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 3
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""``gymkit score`` (pretty table or ``--json``) and ``gymkit env list|show``.
+"""``gymkit score``: a card as a table (or ``--json``).
 
 ``score`` takes formulas (bare, or whole ``<alpha>`` answers; ``-`` reads one per line from
 stdin).  One answer prints its card as a table: every channel with value, priority,
@@ -15,12 +15,9 @@ import os
 import sys
 from typing import Any
 
-EXAMPLES_SCORE = (
-    "gymkit score 'rank(-ts_sum(returns, 5))'",
-    "gymkit score 'rank(ts_std(volume, 20))' 'rank(-returns)' --json",
-    "cat formulas.txt | gymkit score -",
-)
-EXAMPLES_ENV = ("gymkit env list", "gymkit env show us46-default", "gymkit env show us46-default --toml")
+from .options import add_market_args, make_env
+
+__all__ = ["card_table", "configure", "group_table", "run"]
 
 
 def _color(text: str, code: str) -> str:
@@ -98,7 +95,7 @@ def group_table(cards: list[Any], adv: Any) -> str:
     return "\n".join(lines)
 
 
-def configure_score(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit score``."""
     p.add_argument("formula", nargs="+", help="formula(s) or <alpha> answers; '-' reads stdin, one per line")
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
@@ -107,8 +104,6 @@ def configure_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brief", metavar="ID_OR_TEXT", default=None,
                    help="score against a generated brief (its brief_id or text, see `gymkit "
                         "briefs`): brief compliance (R13) is checked on the AST and counts")
-    from .market_args import add_market_args
-
     add_market_args(p)
 
 
@@ -116,8 +111,8 @@ def _brief_text(arg: str | None) -> str | None:
     """The text of ``--brief`` (a generated brief's id or text); ValueError for anything else."""
     if arg is None:
         return None
-    from .adapters.common import brief_text_of
-    from .briefs import brief_from_text
+    from gymkit.adapters.common import brief_text_of
+    from gymkit.briefs import brief_from_text
 
     text = brief_text_of(arg.strip())
     if text is not None:
@@ -128,10 +123,8 @@ def _brief_text(arg: str | None) -> str | None:
     return arg.strip()
 
 
-def run_score(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``gymkit score``."""
-    from .market_args import make_env
-
     texts = _answers(args)
     brief = _brief_text(args.brief)
     env = make_env(args)
@@ -149,68 +142,4 @@ def run_score(args: argparse.Namespace) -> int:
         print(f"one group of {len(cards)} answers on {env.config.env_id} "
               f"({info.n_valid} valid; adv = GDPO advantage)")
         print(group_table(cards, adv))
-    return 0
-
-
-# ------------------------------------------------------------------------- env
-def configure_env(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``gymkit env list|show``."""
-    sub = p.add_subparsers(dest="env_command", metavar="list|show", required=True)
-    sub.add_parser("list", help="registered environments", description="registered environments")
-    sp = sub.add_parser("show", help="one environment's configuration",
-                        description="one environment's configuration")
-    sp.add_argument("env_id", help="a registered id or a .toml path")
-    sp.add_argument("--toml", action="store_true", help="print the configuration as TOML")
-    from .market_args import add_market_args
-
-    add_market_args(sp)
-
-
-def env_summary(config: Any) -> str:
-    """A readable multi-line summary of an EnvConfig (no market loading)."""
-    from gymkit.verifiers.channels import CHANNELS
-
-    s, c = config.split, config.cpcv
-    lines = [f"{config.env_id}: {config.description}",
-             f"  market        {config.market}",
-             f"  split         train {s['train_start']} .. {s['train_end']}, holdout "
-             f"{s['holdout_start']} .. {s['holdout_end']}; burn-in {config.burn_in} sessions",
-             f"  train costs   {json.dumps(config.train_costs, sort_keys=True)}",
-             f"  holdout costs {json.dumps(config.holdout_costs, sort_keys=True)} (report/probe only)",
-             f"  cpcv          {c['n_blocks']} blocks, {c['n_test_blocks']} test blocks, purge "
-             f"{c['purge']}, embargo {c['embargo']}",
-             f"  archive       {config.archive['seed']} seed, capacity {config.archive['capacity']}",
-             f"  stress worlds {config.stress_worlds or 'none configured'}",
-             f"  advantages    floor {config.advantages.get('floor', 'none')}",
-             "  channels (active marked *):"]
-    for ch in CHANNELS:
-        on = "*" if ch.name in config.channels else " "
-        lines.append(f"    {on} {ch.id:<4} {ch.name:<18} priority {config.priorities[ch.name]:g}")
-    return "\n".join(lines)
-
-
-def run_env(args: argparse.Namespace) -> int:
-    """``gymkit env list`` / ``gymkit env show ID``."""
-    from pathlib import Path
-
-    from gymkit.config import EnvConfig
-    from gymkit.registry import ENVIRONMENTS, list_envs
-
-    if args.env_command == "list":
-        width = max(len(k) for k in ENVIRONMENTS)
-        for k in sorted(ENVIRONMENTS):
-            cfg = ENVIRONMENTS[k]
-            print(f"{k:<{width}}  {len(cfg.channels):>2} channels  {cfg.description}")
-        return 0
-    if args.env_id in ENVIRONMENTS:
-        cfg = ENVIRONMENTS[args.env_id]
-    elif args.env_id.endswith(".toml") and Path(args.env_id).is_file():
-        cfg = EnvConfig.load(args.env_id)
-    else:
-        raise ValueError(f"unknown environment {args.env_id!r}; registered: {list_envs()}")
-    if args.market is not None or args.split is not None:  # the split this market would get
-        from .market_args import make_env
-
-        cfg = make_env(args, args.env_id, archive={"seed": "none"}).config
-    print(cfg.to_toml() if args.toml else env_summary(cfg), end="\n" if not args.toml else "")
     return 0

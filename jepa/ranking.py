@@ -30,10 +30,27 @@ slice (the last :data:`VALIDATION_DAYS` judged days; the holdout is never read):
 Candidates that are invalid (turnover floor, degenerate), cannot be evaluated on the panel
 (a user market without sector or industry: ``group_unavailable``) or meet neither rule are
 left out.
+
+**The market-agnostic pool.**  The honest family encodes the default market's planted effects;
+a real market barely pays them after costs (the real S&P 500 file: 5 robust, 56 fragile).
+When the families above label fewer than :data:`~gymkit.jepa.gates.MIN_PER_CLASS` formulas in
+either class, :func:`label_formulas` adds a deterministic pool built from price and volume
+only (:data:`AGNOSTIC_FEATURES`, no group level), labelled by the same rules:
+
+* **grid** (robust role, like honest: never sign-tuned) — both signs of every feature over
+  :data:`FAST_WINDOWS`, each smoothed over time (:data:`SMOOTHINGS`: a real market's edges
+  are small next to 4 bps a unit of turnover, and smoothing cuts turnover);
+* **slow** (fragile role, joins ``static``: sign-tuned) — every feature over
+  :data:`SLOW_WINDOWS`.
+
+The two roles share no formula (grid books are smoothed, slow ones are not), so no book is
+in both classes.  The
+default market fills both classes from the first families alone and never reads the pool.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +65,10 @@ from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.metrics import _sharpe
 from gymkit.verifiers.oracle import backtest
 
-__all__ = ["FRAGILE_DECAY", "VALIDATION_DAYS", "Labelled", "auc_with_bootstrap", "candidates",
+from .gates import MIN_PER_CLASS
+
+__all__ = ["AGNOSTIC_FEATURES", "FAST_WINDOWS", "FRAGILE_DECAY", "SLOW_WINDOWS", "SMOOTHINGS",
+           "VALIDATION_DAYS", "Labelled", "agnostic_candidates", "auc_with_bootstrap", "candidates",
            "label_formulas"]
 
 #: Late-train validation slice: the last two years of judged train days.
@@ -56,6 +76,30 @@ VALIDATION_DAYS = 504
 #: A fragile formula's validation Sharpe is below its early Sharpe by more than this.
 FRAGILE_DECAY = 0.0
 _MIN_TURNOVER = 0.02
+
+#: Price/volume features of the market-agnostic pool (``{d}``: the window): return sums and
+#: decays, price z-score and rank in its window, price-volume correlation, volatility, volume
+#: surprise and variability, intraday return, range, skew, distance from the window's high and
+#: low, close relative to VWAP, volume rank, overnight return, volatility ratio, mean absolute
+#: return, days since the window's high, kurtosis.
+AGNOSTIC_FEATURES: tuple[str, ...] = (
+    "ts_sum(returns, {d})", "ts_decay_linear(returns, {d})",
+    "(close - ts_mean(close, {d})) / ts_std(close, {d})", "ts_rank(close, {d})",
+    "ts_corr(close, volume, {d})", "ts_std(returns, {d})", "volume / ts_mean(volume, {d})",
+    "ts_mean((close - open) / open, {d})", "ts_mean((high - low) / close, {d})",
+    "ts_skew(returns, {d})", "ts_std(volume, {d}) / ts_mean(volume, {d})",
+    "close / ts_max(high, {d})", "close / ts_min(low, {d})", "ts_mean(close / vwap, {d})",
+    "ts_rank(volume, {d})", "ts_mean(open / delay(close, 1) - 1, {d})",
+    "ts_std(returns, {d}) / ts_std(returns, 200)", "ts_mean(abs(returns), {d})",
+    "ts_argmax(close, {d})", "ts_kurt(returns, {d})",
+)
+#: Windows of the grid family (robust role) and the time smoothings applied to each feature.
+FAST_WINDOWS: tuple[int, ...] = (3, 5, 8, 10, 15, 20, 30, 40, 60, 90, 120)
+SMOOTHINGS: tuple[str, ...] = ("ts_mean({x}, 20)", "ts_mean({x}, 40)", "ts_decay_linear({x}, 20)",
+                               "ts_decay_linear({x}, 40)")
+#: Windows of the slow family (fragile role, sign-tuned like the static books).
+SLOW_WINDOWS: tuple[int, ...] = (70, 90, 110, 130, 150, 175, 200, 225, 250)
+_SKEW_MIN = 10
 
 
 def _honest() -> list[str]:
@@ -115,6 +159,26 @@ def candidates(seed: int = 7, n_random: int = 0) -> dict[str, list[str]]:
     return out
 
 
+def _feature(f: str, d: int) -> str:
+    return f.format(d=max(d, _SKEW_MIN) if f.startswith(("ts_skew", "ts_kurt")) else d)
+
+
+def agnostic_candidates(exclude: Iterable[str] = ()) -> dict[str, list[str]]:
+    """The market-agnostic pool (module doc): ``grid`` (both signs, smoothed, fast windows) and
+    ``slow`` (slow windows), deduplicated, without the formulas in ``exclude`` (the first
+    families' own: a static book is not labelled twice), in a fixed order."""
+    grid: list[str] = []
+    for f in AGNOSTIC_FEATURES:
+        for d in FAST_WINDOWS:
+            x = _feature(f, d)
+            for sm in SMOOTHINGS:
+                y = sm.format(x=x)
+                grid += [f"rank({y})", f"rank(-{y})"]
+    slow = [f"rank({_feature(f, d)})" for f in AGNOSTIC_FEATURES for d in SLOW_WINDOWS]
+    seen = set(exclude)
+    return {k: [f for f in dict.fromkeys(v) if f not in seen] for k, v in (("grid", grid), ("slow", slow))}
+
+
 @dataclass(frozen=True)
 class Labelled:
     """One labelled formula: family, label (``fragile``/``robust``), base CPCV and Sharpes."""
@@ -136,16 +200,37 @@ def _score(formula: str, panel: Panel, split: Split, costs: object, cv: CPCV, bu
 
 
 def label_formulas(panel: Panel, split: Split, costs: object, cv: CPCV, burn_in: int,
-                   cache: EvalCache | None = None, seed: int = 7) -> list[Labelled]:
-    """Backtest every candidate on the train ``panel`` and label it (module doc)."""
+                   cache: EvalCache | None = None, seed: int = 7,
+                   agnostic: bool | None = None) -> list[Labelled]:
+    """Backtest every candidate on the train ``panel`` and label it (module doc).
+
+    ``agnostic``: add the market-agnostic pool (:func:`agnostic_candidates`) — ``None``
+    (default) when the first families label fewer than ``MIN_PER_CLASS`` in either class."""
+    first = candidates(seed)
+    out = _label(first, panel, split, costs, cv, burn_in, cache)
+    if agnostic is None:
+        n_robust = sum(x.label == "robust" for x in out)
+        agnostic = min(n_robust, len(out) - n_robust) < MIN_PER_CLASS
+    if agnostic:
+        pool = agnostic_candidates(f for forms in first.values() for f in forms)
+        out += _label(pool, panel, split, costs, cv, burn_in, cache)
+    return out
+
+
+_ROBUST_ROLE = ("honest", "grid")
+_TUNED_ROLE = ("static", "slow", "overfit")
+
+
+def _label(families: dict[str, list[str]], panel: Panel, split: Split, costs: object, cv: CPCV,
+           burn_in: int, cache: EvalCache | None) -> list[Labelled]:
     out = []
-    for family, forms in candidates(seed).items():
+    for family, forms in families.items():
         for f in forms:
             try:
                 bt = _score(f, panel, split, costs, cv, burn_in, cache)
             except DSLError:  # e.g. a group level the user's market does not have
                 continue
-            if family != "honest" and bt.cpcv.score < 0:  # tune the sign on the scored history
+            if family in _TUNED_ROLE and bt.cpcv.score < 0:  # tune the sign on the scored history
                 f = f"-{f}"
                 bt = _score(f, panel, split, costs, cv, burn_in, cache)
             m = bt.metrics
@@ -155,7 +240,7 @@ def label_formulas(panel: Panel, split: Split, costs: object, cv: CPCV, burn_in:
             early = float(_sharpe(net[:-VALIDATION_DAYS]))
             val = float(_sharpe(net[-VALIDATION_DAYS:]))
             score = float(bt.cpcv.score)
-            if family == "honest":
+            if family in _ROBUST_ROLE:
                 label = "robust" if score > 0 and early > 0 and val > 0 else ""
             else:
                 label = "fragile" if early - val > FRAGILE_DECAY else ""

@@ -178,7 +178,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     ranking_fig = {}
     if labelled:
         fr = np.array([x.label == "fragile" for x in labelled])
-        static = np.array([x.family == "static" for x in labelled])
+        static = np.array([x.family in ("static", "slow") for x in labelled])
         mean_drop = np.mean([e["drops"] for e, _ in worlds_out], axis=0)
         for e, _ in worlds_out:
             d = np.array(e["drops"])

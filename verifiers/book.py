@@ -21,7 +21,7 @@ Rules fixed here (each has a test):
 
 Why our own kernel (not pandas ``rank``): serial and bit-identical, in one pass per day.
 
-- Ranks come from the project's one ranking routine, :func:`gymkit.dsl.kernels.row_ranks2`
+- Ranks come from the project's one ranking routine, :func:`gymkit.dsl.kernels.rank_rows2`
   (twice the average-tie rank, an exact integer).  Centred ranks are multiples of 0.5, so
   Σ|w| is an exact float sum: the weights never depend on summation order.
 - Every per-day sum (turnover, legs, IC) is a plain stock-order chain, as one day
@@ -37,23 +37,22 @@ import math
 import numpy as np
 from numba import njit
 
-from gymkit.dsl.kernels import rank_scratch, read_only, row_ranks2
+from gymkit.dsl.kernels import rank_rows2, read_only
 
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray) -> int:
-    """Write the gross-1 centred rank weights of one row into ``out`` and return n, the
-    number of finite values: w_i = (rank_i − (n + 1)/2) / Σ|rank − (n + 1)/2| over the
-    finite values (average ranks for ties), 0 for a non-finite value, all 0 when n < 2 or
-    the row is constant (Σ = 0).  Scratch from :func:`gymkit.dsl.kernels.rank_scratch`."""
-    n = row_ranks2(src, scratch, out)
+def _centre_weights(out: np.ndarray, n: int) -> None:
+    """Turn one row of twice-ranks (:func:`gymkit.dsl.kernels.rank_rows2`, n finite values)
+    into the gross-1 centred rank weights, in place: w_i = (rank_i − (n + 1)/2) /
+    Σ|rank − (n + 1)/2| over the finite values (average ranks for ties), 0 for a non-finite
+    value, all 0 when n < 2 or the row is constant (Σ = 0)."""
     n_stocks = out.shape[0]
     if n < 2:
         for j in range(n_stocks):
             out[j] = 0.0
-        return n
+        return
     centre = 0.5 * (n + 1)
     gross = 0.0  # Σ of multiples of 0.5 far below 2**52: exact in any order
     for j in range(n_stocks):
@@ -63,19 +62,15 @@ def _rank_weights(src: np.ndarray, scratch: tuple, out: np.ndarray) -> int:
     if gross == 0.0:
         for j in range(n_stocks):
             out[j] = 0.0
-        return n
+        return
     for j in range(n_stocks):
         out[j] = out[j] / gross
-    return n
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _book_weights(values: np.ndarray, r0: int, r1: int) -> np.ndarray:
-    out = np.empty((r1 - r0, values.shape[1]))
-    scratch = rank_scratch(values.shape[1])
-    for t in range(r0, r1):
-        _rank_weights(values[t], scratch, out[t - r0])
-    return out
+def _book_weights(weights: np.ndarray, counts: np.ndarray) -> None:
+    for d in range(weights.shape[0]):
+        _centre_weights(weights[d], counts[d])
 
 
 def book_weights(values: np.ndarray, rows: slice | None = None) -> np.ndarray:
@@ -86,7 +81,9 @@ def book_weights(values: np.ndarray, rows: slice | None = None) -> np.ndarray:
     """
     v = _as_values(values)
     r0, r1 = _bounds(rows, v.shape[0])
-    return _book_weights(v, r0, r1)
+    weights, counts = rank_rows2(v, r0, r1)
+    _book_weights(weights, counts)
+    return weights
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -197,8 +194,11 @@ _ROW = _CHUNK + 8  # row stride of the stock-major buffers: 33 cache lines, odd,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
+def _book_pnl(values, weights, n_fin, ft, mt, r0, r1, min_ic_names):
     """Weights of every judged row, then gross, turnover, leg contributions and IC.
+
+    ``weights`` (r1 − r0, N): twice the ranks of the judged rows, ``n_fin`` their counts of
+    finite values (:func:`gymkit.dsl.kernels.rank_rows2`); made the weights in place.
 
     ``ft``, ``mt`` (N, r1 − r0): forward returns of the judged rows with NaN → 0 (the NaN
     rule) and 1.0 where finite, stock-major (:class:`ForwardByStock`).  Every per-day sum
@@ -210,17 +210,14 @@ def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
     """
     n_days = r1 - r0
     n_stocks = values.shape[1]
-    weights = np.empty((n_days, n_stocks))
     gross = np.empty(n_days)
     turnover = np.empty(n_days)
     long_c = np.empty(n_days)
     short_c = np.empty(n_days)
     ic = np.full(n_days, np.nan)
-    scratch = rank_scratch(n_stocks)
     wt = np.zeros((n_stocks, _ROW))  # column 0: the day before (zero: the book starts empty)
     fin = np.ones((n_stocks, _ROW))
     acc = np.zeros((9, _CHUNK))
-    n_fin = np.zeros(_CHUNK, np.int64)
     mw = np.empty(_CHUNK)
     mr = np.empty(_CHUNK)
     for c0 in range(0, n_days, _CHUNK):
@@ -229,8 +226,8 @@ def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
         for e in range(n):
             row = weights[c0 + e]
             src = values[r0 + c0 + e]
-            k = _rank_weights(src, scratch, row)
-            n_fin[e] = k
+            k = n_fin[c0 + e]
+            _centre_weights(row, k)
             for j in range(n_stocks):
                 wt[j, e + 1] = row[j]
             if k < n_stocks:
@@ -254,7 +251,7 @@ def _book_pnl(values, ft, mt, r0, r1, min_ic_names):
             turnover[d] = acc[0, e]
             # Pearson IC of weights and forward returns over the names in the book with a
             # finite forward return; needs >= min_ic_names of them
-            if n_fin[e] >= min_ic_names and acc[3, e] >= min_ic_names:
+            if n_fin[d] >= min_ic_names and acc[3, e] >= min_ic_names:
                 vw = acc[7, e]
                 vr = acc[8, e]
                 ic[d] = acc[6, e] / np.sqrt(vw * vr) if (vw > 0.0 and vr > 0.0) else np.nan
@@ -332,7 +329,9 @@ def book_pnl(
     elif (fwd_by_stock.r0, fwd_by_stock.r1, fwd_by_stock.n_stocks) != (r0, r1, v.shape[1]):
         raise ValueError(f"forward returns cover rows {fwd_by_stock.r0}:{fwd_by_stock.r1} of "
                          f"{fwd_by_stock.n_stocks} stocks, the book needs rows {r0}:{r1} of {v.shape[1]}")
-    return BookPnL(*_book_pnl(v, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1, int(min_ic_names)))
+    weights, n_fin = rank_rows2(v, r0, r1)
+    return BookPnL(*_book_pnl(v, weights, n_fin, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1,
+                              int(min_ic_names)))
 
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@
 module             holds
 =================  =====================================================================
 ``elementwise``    one scalar function per operator, made a broadcasting ufunc
-``ranking``        the project's one ranking routine (:func:`row_ranks2`), rank, ts_rank
+``ranking``        the project's one ranking routine (:func:`rank_rows2`), rank, ts_rank
 ``cross_section``  scale, group_neutralize
 ``rolling``        the other time-series operators: one row-major engine per statistic
 ``plumbing``       compile options, scalar helpers, input checks, the public wrappers
@@ -57,7 +57,7 @@ from .elementwise import (
     where,
 )
 from .plumbing import read_only
-from .ranking import KEY_BLOCK, count_le_keys, rank, rank_scratch, row_ranks2, ts_rank
+from .ranking import KEY_BLOCK, count_le_keys, rank, rank_rows2, ts_rank
 from .rolling import (
     adv,
     delay,
@@ -82,7 +82,7 @@ from .rolling import (
 __all__ = [
     "ELEMENTWISE", "KERNELS", "KEY_BLOCK", "abs_", "add", "adv", "and_", "count_le_keys", "delay",
     "div", "eq", "ge", "group_neutralize", "gt", "le", "log", "lt", "max_", "min_", "mul", "ne",
-    "neg", "or_", "power", "rank", "rank_scratch", "read_only", "row_ranks2", "scale", "sign",
+    "neg", "or_", "power", "rank", "rank_rows2", "read_only", "scale", "sign",
     "signed_power", "sqrt", "sub", "ts_argmax", "ts_argmin", "ts_corr", "ts_cov",
     "ts_decay_linear", "ts_delta", "ts_ema", "ts_kurt", "ts_max", "ts_mean", "ts_min",
     "ts_product", "ts_rank", "ts_skew", "ts_slope", "ts_std", "ts_sum", "where",

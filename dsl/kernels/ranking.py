@@ -1,10 +1,11 @@
 """The ranking routine of the project and the two rank operators built on it.
 
-:func:`row_ranks2` (twice the average-tie rank of each finite value of a row, an exact
-integer) is used by the DSL's ``rank`` here and by the book's daily weights
-(``gymkit.verifiers.book``): every path gives the same bits.  Serial, allocation-free per
-row (scratch from :func:`rank_scratch`) and linear in N.  ``ts_rank`` counts its window
-directly (exact integer counts).
+:func:`rank_rows2` (twice the average-tie rank of each finite value of a row, an exact
+integer, for a block of rows) is used by the DSL's ``rank`` here and by the book's daily
+weights (``gymkit.verifiers.book``): every path gives the same bits.  Serial (NumPy's sort of
+distinct keys has one result whatever the algorithm), no allocation per row, and
+O(N log N) per row with memory linear in T·N (the sort keys live in the output's buffer).
+``ts_rank`` counts its window directly (exact integer counts).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from numba import njit
 
 from .plumbing import NAN as _NAN
 from .plumbing import NJIT as _NJIT
-from .plumbing import rows_kernel, window_kernel
+from .plumbing import as_matrix, window_kernel
 
 _COUNT_MAX = 64  # rows of up to this many finite values are ranked by a pair count, wider rows by a sort
 KEY_BLOCK = 16  # keys compared per pass of count_le_keys; key buffers are padded to a multiple
 _SIGN = np.uint64(1 << 63)
 _BYTE = np.uint64(255)
+_EXP = np.uint64(0x7FF0000000000000)  # the exponent bits: all set for inf and NaN
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(inline="always", **_NJIT)
@@ -68,19 +71,6 @@ def count_le_keys(keys: np.ndarray, le: np.ndarray) -> int:
 
 
 @njit(inline="always", **_NJIT)
-def rank_scratch(n_stocks: int) -> tuple:
-    """Scratch buffers of :func:`row_ranks2` for rows of ``n_stocks`` values: float64 values
-    and their uint64 view (the sort keys), a second key buffer, two int32 index buffers, the
-    (8, 256) digit histograms, and the pair count's NaN-padded keys, counts and group sizes."""
-    n = max(n_stocks, 1)
-    m = (n + KEY_BLOCK - 1) // KEY_BLOCK * KEY_BLOCK
-    vals = np.empty(n)
-    return (vals, vals.view(np.uint64), np.empty(n, np.uint64), np.empty(n, np.int32),
-            np.empty(n, np.int32), np.empty((8, 256), np.int32), np.full(m, np.nan),
-            np.zeros(m, np.int64), np.zeros(n + 1, np.int64))
-
-
-@njit(inline="always", **_NJIT)
 def _radix_sort(keys, idx, keys2, idx2, hist, n):
     """Sort keys[:n] ascending (stable), carrying idx: LSD radix sort, 8 passes of one byte,
     skipping every byte that all n keys share.  Returns the (keys, idx) buffers holding the
@@ -114,88 +104,182 @@ def _radix_sort(keys, idx, keys2, idx2, hist, n):
     return keys, idx
 
 
-@njit(inline="always", **_NJIT)
-def row_ranks2(src: np.ndarray, scratch: tuple, ranks2: np.ndarray) -> int:
-    """Write twice the 1-based average-tie rank of each finite ``src[j]`` among the row's n
-    finite values into ``ranks2[j]`` (an exact integer as float; 0.0 for a non-finite
-    entry) and return n.  -0.0 equals 0.0.  Scratch from :func:`rank_scratch`.
-
-    With lt_i = #{j: v_j < v_i} and le_i = #{j: v_j <= v_i}, 2·rank_i = lt_i + le_i + 1.
-    Two paths, the same integers.  Up to 64 finite values: the pair count le (vectorised;
-    faster than sorting there); a group of m equal values counted le = c has lt = c − m.
-    Wider rows: a radix sort of order-preserving uint64 keys, and each run [i, k) of equal
-    values in sorted order has lt = i, le = k.
-    """
-    keys64, le, groups = scratch[6], scratch[7], scratch[8]
-    n_stocks = src.shape[0]
-    n = 0
-    for j in range(n_stocks):
-        v = src[j]
-        fin = math.isfinite(v)
-        keys64[j] = v if fin else _NAN
-        n += fin
-    if n <= _COUNT_MAX:
+@njit(**_NJIT)
+def _count_rows2(x, r0, r1, ranks2, counts):
+    """The pair-count path of :func:`rank_rows2` (rows of at most 64 values)."""
+    n_stocks = x.shape[1]
+    m = (max(n_stocks, 1) + KEY_BLOCK - 1) // KEY_BLOCK * KEY_BLOCK
+    keys64 = np.full(m, np.nan)  # NaN-padded: a pad key is never <= anything
+    le = np.zeros(m, np.int64)
+    groups = np.zeros(n_stocks + 1, np.int64)
+    for t in range(r0, r1):
+        src = x[t]
+        out = ranks2[t - r0]
+        n = 0
+        for j in range(n_stocks):
+            v = src[j]
+            fin = math.isfinite(v)
+            keys64[j] = v if fin else _NAN
+            n += fin
+        counts[t - r0] = n
         if count_le_keys(keys64, le) == n * (n + 1) // 2:  # no ties: lt = le - 1
             for j in range(n_stocks):
-                ranks2[j] = 2.0 * le[j]  # le = 0 for a non-finite entry
-            return n
+                out[j] = 2.0 * le[j]  # le = 0 for a non-finite entry
+            continue
         for c in range(n_stocks + 1):
             groups[c] = 0
         for j in range(n_stocks):
             groups[le[j]] += 1
         for j in range(n_stocks):
             c = le[j]
-            ranks2[j] = float(2 * c - groups[c] + 1) if c > 0 else 0.0
-        return n
-    return _sorted_ranks2(src, n, scratch, ranks2)
+            out[j] = float(2 * c - groups[c] + 1) if c > 0 else 0.0
+
+
+@njit(inline="always", **_NJIT)
+def _order_key(u):
+    """The bits ``u`` of a float64 as a uint64 that sorts in IEEE order (-0.0 as +0.0): flip
+    every bit of a negative, the sign bit of a positive."""
+    u = np.uint64(0) if u == _SIGN else u
+    return u ^ (_SIGN | (np.uint64(0) - (u >> np.uint64(63))))
 
 
 @njit(**_NJIT)
-def _sorted_ranks2(src, n, scratch, ranks2):
-    """:func:`row_ranks2` by sorting: radix-sort the row's n finite values and give each
-    run [i, k) of equal values in sorted order 2·rank = i + k + 1."""
-    vals, keys, keys2, idx, idx2, hist = scratch[:6]
-    n_stocks = src.shape[0]
-    m = 0
-    for j in range(n_stocks):
-        v = src[j]
-        ranks2[j] = 0.0
-        if math.isfinite(v):
-            vals[m] = v + 0.0  # -0.0 -> +0.0: equal values get equal keys
-            idx[m] = j
-            m += 1
-    for i in range(n):  # IEEE order as unsigned order: flip all bits of a negative, the sign of a positive
-        u = keys[i]
-        keys[i] = u ^ (_SIGN | (np.uint64(0) - (u >> np.uint64(63))))
-    sk, si = _radix_sort(keys, idx, keys2, idx2, hist, n)
-    i = 0
-    while i < n:
-        k = i + 1
-        while k < n and sk[k] == sk[i]:
-            k += 1
-        r = float(i + k + 1)
-        for q in range(i, k):
-            ranks2[si[q]] = r
-        i = k
-    return n
+def _pack_keys(bits, r0, r1, lo_bits, keys, counts):
+    """Sort keys of the sorting path: per finite value its order key with the low ``lo_bits``
+    replaced by its column (so every key of a row is distinct); all ones but the column where
+    not finite (last: a finite value's order key is below 0xFFF0...)."""
+    n_stocks = bits.shape[1]
+    hi = ~((np.uint64(1) << np.uint64(lo_bits)) - np.uint64(1))
+    for t in range(r0, r1):
+        src = bits[t]
+        dst = keys[t - r0]
+        n = 0
+        for j in range(n_stocks):
+            u = src[j]
+            fin = (u & _EXP) != _EXP
+            dst[j] = ((_order_key(u) if fin else _ALL) & hi) | np.uint64(j)
+            n += fin
+        counts[t - r0] = n
 
 
 @njit(**_NJIT)
-def _rank_rows(x, out):
-    """Average-tie ranks per row mapped to [0, 1]: (rank − 1)/(n − 1), 0.5 when n = 1, NaN
+def _ranks_of_sorted(bits, r0, lo_bits, keys, counts, ranks2):
+    """Turn each sorted key row into twice the average-tie ranks, in place (``ranks2`` is
+    ``keys``' memory as float64).  Keys that share their high bits form a run; a run whose
+    values are all equal is one tie group, otherwise its full order keys are sorted (an
+    insertion sort up to 32 values, the radix sort above) and split into tie groups."""
+    n_rows, n_stocks = keys.shape
+    low = (np.uint64(1) << np.uint64(lo_bits)) - np.uint64(1)
+    hi = ~low
+    row = np.empty(n_stocks, np.uint64)
+    full = np.empty(n_stocks, np.uint64)
+    col = np.empty(n_stocks, np.int32)
+    full2 = np.empty(n_stocks, np.uint64)
+    col2 = np.empty(n_stocks, np.int32)
+    hist = np.empty((8, 256), np.int32)
+    for d in range(n_rows):
+        src = bits[r0 + d]
+        kd = keys[d]
+        for j in range(n_stocks):
+            row[j] = kd[j]
+        out = ranks2[d]
+        n = counts[d]
+        for i in range(n, n_stocks):  # the non-finite entries, sorted last
+            out[np.intp(row[i] & low)] = 0.0
+        i = 0
+        while i < n:
+            top = row[i] & hi
+            k = i + 1
+            while k < n and (row[k] & hi) == top:
+                k += 1
+            j0 = np.intp(row[i] & low)
+            if k == i + 1:
+                out[j0] = float(2 * i + 2)
+                i = k
+                continue
+            u0 = _order_key(src[j0])
+            same = True
+            for q in range(i + 1, k):
+                same &= _order_key(src[np.intp(row[q] & low)]) == u0
+            if same:
+                r = float(i + k + 1)
+                for q in range(i, k):
+                    out[np.intp(row[q] & low)] = r
+                i = k
+                continue
+            m = k - i
+            for q in range(m):
+                c = np.intp(row[i + q] & low)
+                full[q] = _order_key(src[c])
+                col[q] = c
+            if m <= 32:
+                for a in range(1, m):
+                    fk = full[a]
+                    ca = col[a]
+                    b = a - 1
+                    while b >= 0 and full[b] > fk:
+                        full[b + 1] = full[b]
+                        col[b + 1] = col[b]
+                        b -= 1
+                    full[b + 1] = fk
+                    col[b + 1] = ca
+                sk, sc = full, col
+            else:
+                sk, sc = _radix_sort(full, col, full2, col2, hist, m)
+            a = 0
+            while a < m:
+                c = a + 1
+                while c < m and sk[c] == sk[a]:
+                    c += 1
+                r = float(2 * i + a + c + 1)
+                for q in range(a, c):
+                    out[sc[q]] = r
+                a = c
+            i = k
+
+
+def rank_rows2(x: np.ndarray, r0: int, r1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Twice the 1-based average-tie rank of every finite value of rows ``r0:r1`` of ``x``
+    among its row's finite values, and each row's count of finite values.
+
+    ``x``: a read-only C-contiguous float64 (T, N) array (:func:`~.plumbing.read_only`).
+    Returns ``(ranks2, counts)``: ``ranks2`` (r1 - r0, N) float64, exact integers (0.0 for a
+    non-finite entry; -0.0 equals 0.0), ``counts`` (r1 - r0,) int64.  With lt_i = #{j: v_j < v_i}
+    and le_i = #{j: v_j <= v_i}, 2·rank_i = lt_i + le_i + 1.  Two paths, the same integers:
+    up to 64 stocks, a vectorised pair count per row (a group of m equal values counted
+    le = c has lt = c − m); wider, NumPy sorts each row's distinct keys (the value's order
+    key, its low bits replaced by the column) and a run [i, k) of equal values in sorted
+    order has lt = i, le = k.  Any correct sort gives the same integers.
+    """
+    n_rows, n_stocks = r1 - r0, x.shape[1]
+    ranks2 = np.empty((n_rows, n_stocks))
+    counts = np.empty(n_rows, np.int64)
+    if n_stocks <= _COUNT_MAX:
+        _count_rows2(x, r0, r1, ranks2, counts)
+        return ranks2, counts
+    bits = x.view(np.uint64)
+    lo_bits = max(1, (n_stocks - 1).bit_length())
+    keys = ranks2.view(np.uint64)
+    _pack_keys(bits, r0, r1, lo_bits, keys, counts)
+    keys.sort(axis=1)
+    _ranks_of_sorted(bits, r0, lo_bits, keys, counts, ranks2)
+    return ranks2, counts
+
+
+@njit(**_NJIT)
+def _unit_ranks(ranks2, counts):
+    """Average-tie ranks mapped to [0, 1] in place: (rank − 1)/(n − 1), 0.5 when n = 1, NaN
     where not finite."""
-    n_cols = x.shape[1]
-    scratch = rank_scratch(n_cols)
-    r2 = np.empty(n_cols)
-    for t in range(x.shape[0]):
-        o = out[t]
-        n = row_ranks2(x[t], scratch, r2)
+    n_cols = ranks2.shape[1]
+    for t in range(ranks2.shape[0]):
+        o = ranks2[t]
+        n = counts[t]
         if n == 1:
             for j in range(n_cols):
-                o[j] = 0.5 if r2[j] > 0.0 else _NAN
+                o[j] = 0.5 if o[j] > 0.0 else _NAN
             continue
         for j in range(n_cols):  # (lt + 0.5·(le − lt − 1)) / (n − 1), exact numerator
-            o[j] = 0.5 * (r2[j] - 2.0) / (n - 1) if r2[j] > 0.0 else _NAN
+            o[j] = 0.5 * (o[j] - 2.0) / (n - 1) if o[j] > 0.0 else _NAN
 
 
 @njit(**_NJIT)
@@ -229,8 +313,12 @@ def _r_rank(x, d, out):
             equal[j] = 0.0
 
 
+def rank(x: np.ndarray) -> np.ndarray:
+    """Per row: average-tie rank of the finite values mapped to [0, 1] as (r-1)/(n-1)."""
+    x = as_matrix(x, "rank")
+    ranks2, counts = rank_rows2(x, 0, x.shape[0])
+    _unit_ranks(ranks2, counts)
+    return ranks2
 
-rank = rows_kernel(_rank_rows, "rank", "Per row: average-tie rank of the finite values mapped "
-                   "to [0, 1] as (r-1)/(n-1).")
 ts_rank = window_kernel(_r_rank, "ts_rank", "Share of the other d-1 values below today's, "
                         "ties half.")

@@ -98,14 +98,15 @@ def test_rank_count_and_sort_paths_match_reference(width):
 
 
 @pytest.mark.parametrize("pad", [0, 70])  # pad > 64 finite values: the sort path
-def test_row_ranks2_gives_twice_the_average_rank(pad):
+def test_rank_rows2_gives_twice_the_average_rank(pad):
     for row, want in (([3.0, np.nan, 1.0, 3.0, -np.inf, 2.0], [7.0, 0.0, 2.0, 7.0, 0.0, 4.0]),
                       ([4.0, 3.0, 1.0, 2.0, 6.0, 5.0], [8.0, 6.0, 2.0, 4.0, 12.0, 10.0]),
                       ([0.0, -0.0, -1.0, np.inf, np.nan, 1.0], [5.0, 5.0, 2.0, 0.0, 0.0, 8.0])):
         src = np.array(row + [100.0 + i for i in range(pad)])
-        out = np.empty(src.size)
-        n = K.row_ranks2(src, K.rank_scratch(src.size), out)
-        assert n == np.isfinite(src).sum()
+        ranks2, counts = K.rank_rows2(K.read_only(np.stack([src, src[::-1]])), 0, 2)
+        assert ranks2[1].tobytes() == ranks2[0][::-1].tobytes()  # each row on its own
+        out, n = ranks2[0], counts[0]
+        assert n == np.isfinite(src).sum() == counts[1]
         np.testing.assert_array_equal(out[:6], want)
         np.testing.assert_array_equal(out[6:], 2.0 * (np.arange(pad) + n - pad + 1))
 

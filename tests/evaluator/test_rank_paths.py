@@ -1,6 +1,8 @@
 """The one ranking routine (``rank`` and the book's weights): both paths agree exactly.
 
-Rows of up to 64 finite values are ranked by a pair count, wider rows by a radix sort.
+Panels of up to 64 stocks are ranked by a pair count, wider ones by NumPy's sort of packed
+keys (the value's high bits and the column), with runs of equal high bits resolved on the
+full keys (one tie group, an insertion sort up to 32 values, the radix sort above).
 Every path must give pandas' average-tie rank mapped to [0, 1], exactly, and the book's
 centred weights of scipy's average ranks, exactly.
 """
@@ -95,6 +97,27 @@ def test_rank_and_book_weights_are_exact_on_random_rows(x):
     """Ties, NaN, ±inf, -0.0, subnormals and huge values, on both sides of 64 values."""
     x = np.ascontiguousarray(x)
     want = _reference(np.where(np.isfinite(x), x, np.nan))
+    assert K.KERNELS["rank"](x).tobytes() == want.tobytes()
+    w = book_weights(x)
+    for t in range(x.shape[0]):
+        assert w[t].tobytes() == _slow_weights(x[t]).tobytes()
+
+
+@pytest.mark.parametrize("n", [65, 300, 5000])
+def test_near_ties_that_share_the_packed_keys_high_bits(n):
+    """Distinct doubles one ulp apart share the sort key's high bits (the low bits hold the
+    column): runs resolved by the insertion sort (small clusters), the radix sort (one wide
+    cluster) and as one tie group (exact copies), mixed with NaN; exactly pandas' ranks."""
+    rng = np.random.default_rng(n)
+    ulp = 2.0**-52
+    clusters = 1.0 + rng.integers(0, max(2, n // 6), (6, n)) * 2.0**-30 + rng.integers(0, 4, (6, n)) * ulp
+    wide = 1.0 + rng.integers(0, 4 * n, (6, n)) * ulp                 # one run of every value
+    copies = np.repeat(1.0 + rng.integers(0, 3, (6, 1)) * ulp, n, axis=1)
+    copies[:, ::7] = 2.0
+    x = np.concatenate([clusters, wide, copies, -wide])
+    x[rng.random(x.shape) < 0.05] = np.nan
+    assert len(np.unique(wide[0])) > n // 2  # many distinct values, all within 4n ulps of 1
+    want = _reference(x)
     assert K.KERNELS["rank"](x).tobytes() == want.tobytes()
     w = book_weights(x)
     for t in range(x.shape[0]):

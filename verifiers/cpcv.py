@@ -37,6 +37,8 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
+from gymkit.dsl.kernels import read_only
+
 from .metrics import _sharpe, _sharpe_from, numpy_mean, numpy_std
 
 __all__ = ["CPCV", "CPCVResult", "cpcv_score"]
@@ -227,7 +229,7 @@ class CPCV:
 
     def sharpes(self, net: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return (test Sharpes, in-sample Sharpes), each (n_splits,), of daily returns ``net``."""
-        r = np.ascontiguousarray(net, dtype=np.float64)
+        r = read_only(np.asarray(net, dtype=np.float64))  # one compiled signature for every caller
         idx, starts, groups = _flat_sets(self._key(), r.shape[0])
         both = _grouped_sharpes(r, idx, starts, groups, np.empty(starts.shape[0] - 1))
         k = starts.shape[0] // 2

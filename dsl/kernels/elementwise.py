@@ -1,4 +1,4 @@
-"""Element-wise kernels: one scalar function per operator, run by three compiled loop engines.
+"""Element-wise kernels: one scalar function per operator, each run by its own compiled loop.
 
 Each kernel accepts arrays or Python/NumPy scalars for any operand and broadcasts them as a
 NumPy ufunc would; an all-scalar call returns a float.  Semantics: the operator table
@@ -6,10 +6,9 @@ NumPy ufunc would; an all-scalar call returns a float.  Semantics: the operator 
 
 Why loops and not ``numba.vectorize``: a vectorize ufunc rebuilds its NumPy loop wrapper with
 LLVM on every import, cached or not (~80 ms each, 2.3 s for 28 ufuncs in every process).  Here
-the scalar functions are inlined into three ``@njit`` engines (unary, binary, ``where``), one
-compiled signature each, loaded from Numba's cache on first call.  Each engine branches once
-per call on an operator code, so every operator keeps its own tight loop; a scalar operand is
-read once, outside the loop.
+each scalar function is inlined into its own ``@njit`` loop engine, one compiled signature
+each, compiled (once per install) or loaded from Numba's cache on its first call, so a
+formula pays only for the operators it uses; a scalar operand is read once, outside the loop.
 """
 
 from __future__ import annotations
@@ -244,72 +243,171 @@ def _map2(f, a, b, out):
             out[i] = f(x, b[i])
 
 
-_UNARY = ("neg", "abs", "log", "sqrt", "sign", "square", "signed_square", "root", "signed_root",
-          "identity", "signed_identity")
-_BINARY = ("add", "sub", "mul", "div", "power", "signed_power", "min", "max", "lt", "le", "gt",
-           "ge", "eq", "ne", "and", "or")
+# One engine per operator: a formula compiles (once per install) only the operators it uses.
+@njit(**_NJIT)
+def _neg_engine(a, out):
+    _map1(_neg, a, out)
 
 
 @njit(**_NJIT)
-def _unary_engine(op, a, out):  # op: index in _UNARY
-    if op == 0:
-        _map1(_neg, a, out)
-    elif op == 1:
-        _map1(_abs, a, out)
-    elif op == 2:
-        _map1(_log, a, out)
-    elif op == 3:
-        _map1(_sqrt, a, out)
-    elif op == 4:
-        _map1(_sign, a, out)
-    elif op == 5:
-        _map1(_square, a, out)
-    elif op == 6:
-        _map1(_signed_square, a, out)
-    elif op == 7:
-        _map1(_root, a, out)
-    elif op == 8:
-        _map1(_signed_root, a, out)
-    elif op == 9:
-        _map1(_identity, a, out)
-    elif op == 10:
-        _map1(_signed_identity, a, out)
+def _abs_engine(a, out):
+    _map1(_abs, a, out)
 
 
 @njit(**_NJIT)
-def _binary_engine(op, a, b, out):  # op: index in _BINARY
-    if op == 0:
-        _map2(_add, a, b, out)
-    elif op == 1:
-        _map2(_sub, a, b, out)
-    elif op == 2:
-        _map2(_mul, a, b, out)
-    elif op == 3:
-        _map2(_div, a, b, out)
-    elif op == 4:
-        _map2(_power, a, b, out)
-    elif op == 5:
-        _map2(_signed_power, a, b, out)
-    elif op == 6:
-        _map2(_min, a, b, out)
-    elif op == 7:
-        _map2(_max, a, b, out)
-    elif op == 8:
-        _map2(_lt, a, b, out)
-    elif op == 9:
-        _map2(_le, a, b, out)
-    elif op == 10:
-        _map2(_gt, a, b, out)
-    elif op == 11:
-        _map2(_ge, a, b, out)
-    elif op == 12:
-        _map2(_eq, a, b, out)
-    elif op == 13:
-        _map2(_ne, a, b, out)
-    elif op == 14:
-        _map2(_and, a, b, out)
-    elif op == 15:
-        _map2(_or, a, b, out)
+def _log_engine(a, out):
+    _map1(_log, a, out)
+
+
+@njit(**_NJIT)
+def _sqrt_engine(a, out):
+    _map1(_sqrt, a, out)
+
+
+@njit(**_NJIT)
+def _sign_engine(a, out):
+    _map1(_sign, a, out)
+
+
+@njit(**_NJIT)
+def _square_engine(a, out):
+    _map1(_square, a, out)
+
+
+@njit(**_NJIT)
+def _signed_square_engine(a, out):
+    _map1(_signed_square, a, out)
+
+
+@njit(**_NJIT)
+def _root_engine(a, out):
+    _map1(_root, a, out)
+
+
+@njit(**_NJIT)
+def _signed_root_engine(a, out):
+    _map1(_signed_root, a, out)
+
+
+@njit(**_NJIT)
+def _identity_engine(a, out):
+    _map1(_identity, a, out)
+
+
+@njit(**_NJIT)
+def _signed_identity_engine(a, out):
+    _map1(_signed_identity, a, out)
+
+
+@njit(**_NJIT)
+def _add_engine(a, b, out):
+    _map2(_add, a, b, out)
+
+
+@njit(**_NJIT)
+def _sub_engine(a, b, out):
+    _map2(_sub, a, b, out)
+
+
+@njit(**_NJIT)
+def _mul_engine(a, b, out):
+    _map2(_mul, a, b, out)
+
+
+@njit(**_NJIT)
+def _div_engine(a, b, out):
+    _map2(_div, a, b, out)
+
+
+@njit(**_NJIT)
+def _power_engine(a, b, out):
+    _map2(_power, a, b, out)
+
+
+@njit(**_NJIT)
+def _signed_power_engine(a, b, out):
+    _map2(_signed_power, a, b, out)
+
+
+@njit(**_NJIT)
+def _min_engine(a, b, out):
+    _map2(_min, a, b, out)
+
+
+@njit(**_NJIT)
+def _max_engine(a, b, out):
+    _map2(_max, a, b, out)
+
+
+@njit(**_NJIT)
+def _lt_engine(a, b, out):
+    _map2(_lt, a, b, out)
+
+
+@njit(**_NJIT)
+def _le_engine(a, b, out):
+    _map2(_le, a, b, out)
+
+
+@njit(**_NJIT)
+def _gt_engine(a, b, out):
+    _map2(_gt, a, b, out)
+
+
+@njit(**_NJIT)
+def _ge_engine(a, b, out):
+    _map2(_ge, a, b, out)
+
+
+@njit(**_NJIT)
+def _eq_engine(a, b, out):
+    _map2(_eq, a, b, out)
+
+
+@njit(**_NJIT)
+def _ne_engine(a, b, out):
+    _map2(_ne, a, b, out)
+
+
+@njit(**_NJIT)
+def _and_engine(a, b, out):
+    _map2(_and, a, b, out)
+
+
+@njit(**_NJIT)
+def _or_engine(a, b, out):
+    _map2(_or, a, b, out)
+
+
+_ENGINES = {
+    "neg": _neg_engine,
+    "abs": _abs_engine,
+    "log": _log_engine,
+    "sqrt": _sqrt_engine,
+    "sign": _sign_engine,
+    "square": _square_engine,
+    "signed_square": _signed_square_engine,
+    "root": _root_engine,
+    "signed_root": _signed_root_engine,
+    "identity": _identity_engine,
+    "signed_identity": _signed_identity_engine,
+    "add": _add_engine,
+    "sub": _sub_engine,
+    "mul": _mul_engine,
+    "div": _div_engine,
+    "power": _power_engine,
+    "signed_power": _signed_power_engine,
+    "min": _min_engine,
+    "max": _max_engine,
+    "lt": _lt_engine,
+    "le": _le_engine,
+    "gt": _gt_engine,
+    "ge": _ge_engine,
+    "eq": _eq_engine,
+    "ne": _ne_engine,
+    "and": _and_engine,
+    "or": _or_engine,
+}
 
 
 @njit(**_NJIT)
@@ -363,12 +461,12 @@ def _result(out: np.ndarray) -> np.ndarray | float:
 
 
 def _unary_kernel(op: str, name: str, doc: str) -> Callable:
-    code = _UNARY.index(op)
+    engine = _ENGINES[op]
 
     def kernel(x):
         shape, (a,) = _operands(name, (x,))
         out = np.empty(shape)
-        _unary_engine(code, a, out.reshape(-1))
+        engine(a, out.reshape(-1))
         return _result(out)
 
     kernel.__name__ = kernel.__qualname__ = name
@@ -377,12 +475,12 @@ def _unary_kernel(op: str, name: str, doc: str) -> Callable:
 
 
 def _binary_kernel(op: str, name: str, doc: str) -> Callable:
-    code = _BINARY.index(op)
+    engine = _ENGINES[op]
 
     def kernel(x, y):
         shape, (a, b) = _operands(name, (x, y))
         out = np.empty(shape)
-        _binary_engine(code, a, b, out.reshape(-1))
+        engine(a, b, out.reshape(-1))
         return _result(out)
 
     kernel.__name__ = kernel.__qualname__ = name

@@ -80,7 +80,7 @@ def test_editing_an_inlined_helper_recompiles_its_callers(tmp_path: Path) -> Non
     cache = tmp_path / "numba"
 
     def engine_loaded(log: str) -> bool:
-        return any("data loaded" in ln and "_binary_engine" in ln for ln in log.splitlines())
+        return any("data loaded" in ln and "_add_engine" in ln for ln in log.splitlines())
 
     first = _run(tree, cache)
     assert not engine_loaded(first) and "ADD" in first  # compiled into an empty cache

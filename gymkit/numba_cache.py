@@ -1,8 +1,9 @@
 """Where Numba keeps gymkit's compiled kernels: a folder keyed by the sources it compiles.
 
 Numba's on-disk cache (``@njit(cache=True)``) checks only the stamp of the file that defines
-a function.  The book (``verifiers/book.py``) inlines kernels from ``dsl/``, so after an
-upgrade that changes only a kernel Numba would load the book's old machine code.  gymkit
+a function.  Kernels inline helpers defined in other files (the element-wise and rolling
+engines inline ``dsl/kernels/plumbing.py``'s ``clean``), so after an upgrade that changes only
+such a helper Numba would load the callers' old machine code.  gymkit
 therefore points Numba's cache at ``BASE/gymkit-src-<digest>``, where ``<digest>`` hashes every
 ``.py`` file under the ``gymkit.dsl`` and ``gymkit.verifiers`` package folders (whatever files
 exist there): any edit there gives a new folder, so nothing stale can be loaded.

@@ -3,8 +3,9 @@
 * ``train``: phase 1 (JEPA), phase 2 (parameter decoder), shift directions; writes the
   checkpoint (:mod:`.checkpoint`) with config, data fingerprint and weights sha256.
 * ``worlds``: loads a checkpoint, decodes the four stress worlds (:data:`WORLD_TABLE`),
-  runs every gate (:mod:`.gates`) and writes the kept worlds plus a manifest with every
-  figure and the dropped worlds' reasons.
+  runs every gate (:mod:`.gates`; the ranking gate scores formulas in
+  :mod:`gymkit.stress_ranking`) and writes the kept worlds plus a manifest with every figure
+  and the dropped worlds' reasons.
 
 Both read the train window of the embedded default market by default (``--market PATH``
 for a panel file, cut by the split rule of ``gymkit.make``; its missing cells are handled
@@ -122,18 +123,15 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
 
     from gymkit.data.default import save_market
     from gymkit.data.splits import DEFAULT_SPLIT
-    from gymkit.verifiers.costs import TrainCosts
-    from gymkit.verifiers.cpcv import CPCV
-    from gymkit.verifiers.windows import BURN_IN
+    from gymkit.stress_ranking import RankingSet, gate_figures
 
     from . import gates, portable
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
     from .generate import WORLD_TABLE, make_world, shift_response, tile_latents, world_statistics
-    from .ranking import auc_with_bootstrap, label_formulas
     from .recheck import global_gate_figures
     from .training import prepare
-    from .worlds import file_sha256, world_panel, world_score
+    from .worlds import file_sha256, world_panel
 
     split = DEFAULT_SPLIT if split is None else split
     portable.enter()
@@ -150,11 +148,8 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     global_gates = global_gate_figures(ck, data, pool, latents, seed, panel)
     print("jepa worlds: global gates done", file=log, flush=True)
 
-    costs, cv = TrainCosts(), CPCV()
-    labelled = label_formulas(panel, split, costs, cv, BURN_IN) if ranking else []
-    from gymkit.dsl import parse
-
-    base_scores = np.array([x.cpcv for x in labelled])
+    ranking_set = RankingSet.label(panel, split) if ranking else None
+    labelled = ranking_set.labelled if ranking_set is not None else []
     worlds_out = []
     base_stats = world_statistics(_arrays_of(panel), w)
     for i, spec in enumerate(WORLD_TABLE):
@@ -169,25 +164,15 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
                        "summary": {"world": world_statistics(arrays, w), "base": base_stats,
                                    "facts": gates.decode_facts(wp)}}
         if labelled:
-            ws = np.array([world_score(parse(x.formula), wp, split, costs, cv, BURN_IN, None)
-                           for x in labelled])
-            entry["drops"] = np.maximum(0.0, base_scores - ws).tolist()
+            entry["drops"] = ranking_set.drops(wp).tolist()
         worlds_out.append((entry, arrays))
         print(f"jepa worlds: {spec.name} decoded", file=log, flush=True)
 
     ranking_fig = {}
     if labelled:
-        fr = np.array([x.label == "fragile" for x in labelled])
-        static = np.array([x.family in ("static", "slow") for x in labelled])
-        mean_drop = np.mean([e["drops"] for e, _ in worlds_out], axis=0)
-        for e, _ in worlds_out:
-            d = np.array(e["drops"])
-            auc, lo, hi = auc_with_bootstrap(d[fr], d[~fr])
-            e["ranking_gate"] = _ranking_gate(auc, lo, hi, d, fr, static)
-        auc, lo, hi = auc_with_bootstrap(mean_drop[fr], mean_drop[~fr])
-        ranking_fig = {"n_fragile": int(fr.sum()), "n_robust": int((~fr).sum()),
-                       "n_static": int(static.sum()),
-                       "mean_over_worlds": _ranking_gate(auc, lo, hi, mean_drop, fr, static)}
+        per_world, ranking_fig = gate_figures(labelled, [e["drops"] for e, _ in worlds_out])
+        for (e, _), gate in zip(worlds_out, per_world, strict=True):
+            e["ranking_gate"] = gate
     manifest_worlds = []
     # Worlds are dropped by the gates on what they are: the unshifted decode, their shift and
     # their ranking.  The collapse and predictor gates judge the model and are reported.
@@ -234,20 +219,6 @@ def _arrays_of(panel: Panel):
     ok = np.isfinite(panel.close)
     c = np.where(ok, np.rint(np.where(ok, panel.close, 0.0) * 100), 0).astype(np.int64)
     return MarketArrays(panel.dates, panel.tickers, (), (), c, c, c, c, c, c)
-
-
-def _ranking_gate(auc: float, lo: float, hi: float, drops: np.ndarray, fragile: np.ndarray,
-                  static: np.ndarray) -> dict:
-    from . import gates
-
-    robust_mean = float(drops[~fragile].mean())
-    static_mean = float(drops[static].mean()) if static.any() else float("nan")
-    ratio = static_mean / robust_mean if robust_mean > 0 else float("inf")
-    ok = (lo > gates.AUC_LOWER_FLOOR and int(fragile.sum()) >= gates.MIN_PER_CLASS
-          and int((~fragile).sum()) >= gates.MIN_PER_CLASS and ratio >= gates.STATIC_TO_ROBUST_MIN)
-    return {"auc": auc, "auc_lo": lo, "auc_hi": hi, "fragile_mean_drop": float(drops[fragile].mean()),
-            "robust_mean_drop": robust_mean, "static_mean_drop": static_mean,
-            "static_to_robust": ratio, "ok": bool(ok)}
 
 
 # ------------------------------------------------------------------------------- CLI

@@ -10,9 +10,9 @@ sha256, panel fingerprint, gate figures and whether it was kept; only kept world
 generated from the very train panel the environment scores on (data fingerprint) and that
 every file's sha256 matches.  A world of a market with missing cells stores 0 in every field
 of a cell without a bar (exactly the train panel's cells without a complete bar);
-:func:`world_panel` reads those cells back as NaN.  :func:`world_score` re-scores a formula in one world with the
-environment's costs and CPCV (the evaluator cache is keyed by panel fingerprint, so
-sub-expressions are reused per world).
+:func:`world_panel` reads those cells back as NaN.  Re-scoring a formula in a world is scoring's
+work: :func:`gymkit.scoring.world_score` (the cards' R3) and :func:`gymkit.stress_ranking.rescore`
+(the ranking gate); this module reads and writes no formula.
 """
 
 from __future__ import annotations
@@ -26,15 +26,9 @@ import numpy as np
 
 from gymkit.data.default import load_market
 from gymkit.data.panel import Panel
-from gymkit.data.splits import Split
-from gymkit.dsl.ast import Node
-from gymkit.dsl.cache import EvalCache
-from gymkit.dsl.evaluator import evaluate
-from gymkit.verifiers.cpcv import CPCV
-from gymkit.verifiers.oracle import backtest
 
 __all__ = ["SHIPPED_DIR", "SHIPPED_MANIFEST", "StressWorld", "file_sha256", "load_stress_worlds",
-           "read_manifest", "world_panel", "world_score"]
+           "read_manifest", "world_panel"]
 
 #: Where the shipped checkpoint, worlds and manifest live (package data of gymkit.jepa).
 SHIPPED_DIR: Path = Path(__file__).resolve().parent
@@ -109,9 +103,12 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
     return out
 
 
-def world_score(expr: Node, world: Panel, split: Split, costs: object, cpcv: CPCV,
-                burn_in: int, cache: EvalCache | None) -> float:
-    """CPCV score of formula ``expr`` re-scored in ``world`` (train mode, the given costs)."""
-    values = evaluate(expr, world, cache=cache)
-    bt = backtest(values, world, split, "train", costs, cpcv=cpcv, burn_in=burn_in)  # type: ignore[arg-type]
-    return float(bt.cpcv.score)
+def __getattr__(name: str) -> object:
+    """``world_score``: the old name of :func:`gymkit.stress_ranking.rescore`, kept for one
+    release for tests/verifiers/test_stress_path.py and benchmarks/bench_scale.py (imported
+    lazily: this module imports no formula code)."""
+    if name == "world_score":
+        from gymkit.stress_ranking import rescore
+
+        return rescore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,8 @@ from gymkit.data import DEFAULT_SPLIT
 from gymkit.jepa.decoder import bootstrap_days, tile_starts
 from gymkit.jepa.generate import WORLD_TABLE, drift_persistence, make_world, transient_drift
 from gymkit.jepa.shifts import shift
-from gymkit.jepa.worlds import load_stress_worlds, read_manifest, world_panel, world_score
+from gymkit.jepa.worlds import load_stress_worlds, read_manifest, world_panel
+from gymkit.stress_ranking import rescore as world_score
 
 TREND_BOOK = "rank(ts_sum(returns, 250))"
 W = 126

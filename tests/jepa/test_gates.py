@@ -8,9 +8,9 @@ import pytest
 from gymkit.jepa import gates
 from gymkit.jepa.decoder import bootstrap_days
 from gymkit.jepa.generate import WORLD_TABLE, make_world
-from gymkit.jepa.ranking import auc_with_bootstrap
 from gymkit.jepa.training import prediction_losses
 from gymkit.jepa.worlds import SHIPPED_DIR, file_sha256
+from gymkit.stress_ranking import auc_with_bootstrap
 
 
 def test_checkpoint_is_small_and_matches_the_manifest(shipped, manifest, train_panel) -> None:
@@ -72,7 +72,8 @@ def test_shift_gate_decides_kept_and_dropped(spec, manifest, portable_figures) -
 def test_ranking_gate_on_kept_worlds(manifest, train_panel) -> None:
     from gymkit.data import DEFAULT_SPLIT
     from gymkit.dsl import parse
-    from gymkit.jepa.worlds import load_stress_worlds, world_score
+    from gymkit.jepa.worlds import load_stress_worlds
+    from gymkit.stress_ranking import rescore as world_score
     from gymkit.verifiers.costs import TrainCosts
     from gymkit.verifiers.cpcv import CPCV
 
@@ -97,7 +98,7 @@ def test_ranking_gate_on_kept_worlds(manifest, train_panel) -> None:
 def test_labels_are_reproducible_on_a_sample(manifest, train_panel) -> None:
     """Spot-check 12 labels: base CPCV and the late-train validation Sharpe (never the holdout)."""
     from gymkit.data import DEFAULT_SPLIT
-    from gymkit.jepa.ranking import VALIDATION_DAYS, _score
+    from gymkit.stress_ranking import VALIDATION_DAYS, _score
     from gymkit.verifiers.costs import TrainCosts
     from gymkit.verifiers.cpcv import CPCV
     from gymkit.verifiers.metrics import _sharpe

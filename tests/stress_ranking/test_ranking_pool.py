@@ -16,7 +16,7 @@ import pytest
 
 from gymkit.dsl import parse
 from gymkit.jepa.gates import MIN_PER_CLASS
-from gymkit.jepa.ranking import (
+from gymkit.stress_ranking import (
     FAST_WINDOWS,
     SLOW_WINDOWS,
     agnostic_candidates,
@@ -47,7 +47,7 @@ def test_the_pool_is_added_only_when_a_class_falls_short(monkeypatch) -> None:
     """Staging rule of ``label_formulas`` (agnostic=None): scored only when the first families
     label fewer than MIN_PER_CLASS in either class; the default market's shipped labelled set
     has both classes full and no agnostic family."""
-    from gymkit.jepa import ranking
+    from gymkit import stress_ranking as ranking
     from gymkit.jepa.worlds import read_manifest
 
     man = read_manifest("default")[0]

@@ -1,4 +1,13 @@
-"""Labelled formulas for the R3 ranking gate: fragile vs robust, labelled on late train only.
+"""The R3 stress ranking gate: labelled fragile/robust formulas, their drops in a world, the gate.
+
+A stress world (:mod:`gymkit.jepa`) is kept only if formulas labelled fragile on the train
+panel lose more CPCV score in it than formulas labelled robust.  This module labels the
+formulas (:func:`label_formulas`), re-scores them in a world through the one oracle path
+(:func:`rescore`: :func:`gymkit.oracle.backtest_formula`, the full backtest; scoring's
+:func:`gymkit.scoring.world_score` is its bit-equal CPCV-only path), and judges the drops
+(:func:`ranking_gate`, :func:`gate_figures`, thresholds in :mod:`gymkit.jepa.gates`).
+
+Labelling
 
 Candidates (deterministic: fixed grids and one seeded generator):
 
@@ -57,19 +66,20 @@ import numpy as np
 
 from gymkit.data.panel import Panel
 from gymkit.data.splits import Split
-from gymkit.dsl import parse
+from gymkit.dsl.ast import Node
 from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.errors import DSLError
-from gymkit.dsl.evaluator import evaluate
+from gymkit.jepa.gates import AUC_LOWER_FLOOR, MIN_PER_CLASS, STATIC_TO_ROBUST_MIN
+from gymkit.oracle import backtest_formula
+from gymkit.verifiers.costs import TrainCosts
 from gymkit.verifiers.cpcv import CPCV
-from gymkit.verifiers.metrics import _sharpe
-from gymkit.verifiers.oracle import backtest
-
-from .gates import MIN_PER_CLASS
+from gymkit.verifiers.metrics import sharpe
+from gymkit.verifiers.oracle import BacktestResult
+from gymkit.verifiers.windows import BURN_IN
 
 __all__ = ["AGNOSTIC_FEATURES", "FAST_WINDOWS", "FRAGILE_DECAY", "SLOW_WINDOWS", "SMOOTHINGS",
-           "VALIDATION_DAYS", "Labelled", "agnostic_candidates", "auc_with_bootstrap", "candidates",
-           "label_formulas"]
+           "VALIDATION_DAYS", "Labelled", "RankingSet", "agnostic_candidates", "auc_with_bootstrap",
+           "candidates", "gate_figures", "label_formulas", "ranking_gate", "rescore"]
 
 #: Late-train validation slice: the last two years of judged train days.
 VALIDATION_DAYS = 504
@@ -192,11 +202,18 @@ class Labelled:
     turnover: float
 
 
-def _score(formula: str, panel: Panel, split: Split, costs: object, cv: CPCV, burn_in: int,
-           cache: EvalCache | None):
-    expr = parse(formula)
-    values = evaluate(expr, panel, cache=cache)
-    return backtest(values, panel, split, "train", costs, cpcv=cv, burn_in=burn_in)  # type: ignore[arg-type]
+def _score(formula: str | Node, panel: Panel, split: Split, costs: object, cv: CPCV, burn_in: int,
+           cache: EvalCache | None) -> BacktestResult:
+    """Train-mode backtest of ``formula`` on ``panel`` (the oracle path, fields not checked)."""
+    return backtest_formula(formula, panel, "train", split=split, costs=costs,  # type: ignore[arg-type]
+                            cpcv=cv, burn_in=burn_in, cache=cache).result
+
+
+def rescore(formula: str | Node, world: Panel, split: Split, costs: object, cpcv: CPCV,
+            burn_in: int, cache: EvalCache | None = None) -> float:
+    """CPCV score of ``formula`` (text or AST) re-scored in ``world``: the train-mode full
+    backtest with the given costs, CPCV and burn-in (``DSLError`` for a bad formula)."""
+    return float(_score(formula, world, split, costs, cpcv, burn_in, cache).cpcv.score)
 
 
 def label_formulas(panel: Panel, split: Split, costs: object, cv: CPCV, burn_in: int,
@@ -237,8 +254,8 @@ def _label(families: dict[str, list[str]], panel: Panel, split: Split, costs: ob
             if not (np.isfinite(bt.cpcv.score) and bt.weights.any() and m.turnover >= _MIN_TURNOVER):
                 continue
             net = np.ascontiguousarray(bt.net)
-            early = float(_sharpe(net[:-VALIDATION_DAYS]))
-            val = float(_sharpe(net[-VALIDATION_DAYS:]))
+            early = sharpe(net[:-VALIDATION_DAYS])
+            val = sharpe(net[-VALIDATION_DAYS:])
             score = float(bt.cpcv.score)
             if family in _ROBUST_ROLE:
                 label = "robust" if score > 0 and early > 0 and val > 0 else ""
@@ -272,3 +289,63 @@ def auc_with_bootstrap(fragile: np.ndarray, robust: np.ndarray, *, n_boot: int =
                       for _ in range(n_boot)])
     lo, hi = np.percentile(boots, [2.5, 97.5])
     return auc(f, r), float(lo), float(hi)
+
+
+def ranking_gate(auc: float, lo: float, hi: float, drops: np.ndarray, fragile: np.ndarray,
+                 static: np.ndarray) -> dict:
+    """The ranking gate's figures for one set of ``drops``: AUC and interval as given, mean
+    drops by class, static/robust ratio; ``ok`` when the AUC's lower bound exceeds
+    ``AUC_LOWER_FLOOR``, both classes have ``MIN_PER_CLASS`` and the ratio is at least
+    ``STATIC_TO_ROBUST_MIN``."""
+    robust_mean = float(drops[~fragile].mean())
+    static_mean = float(drops[static].mean()) if static.any() else float("nan")
+    ratio = static_mean / robust_mean if robust_mean > 0 else float("inf")
+    ok = (lo > AUC_LOWER_FLOOR and int(fragile.sum()) >= MIN_PER_CLASS
+          and int((~fragile).sum()) >= MIN_PER_CLASS and ratio >= STATIC_TO_ROBUST_MIN)
+    return {"auc": auc, "auc_lo": lo, "auc_hi": hi, "fragile_mean_drop": float(drops[fragile].mean()),
+            "robust_mean_drop": robust_mean, "static_mean_drop": static_mean,
+            "static_to_robust": ratio, "ok": bool(ok)}
+
+
+def gate_figures(labelled: list[Labelled], drops: list[list[float]]) -> tuple[list[dict], dict]:
+    """The ranking gate of each world (``drops``: one list per world, aligned with
+    ``labelled``) and the summary figures: ``(per-world gates, {n_fragile, n_robust, n_static,
+    mean_over_worlds})``.  The static class is the sign-tuned ``static`` and ``slow`` books."""
+    fr = np.array([x.label == "fragile" for x in labelled])
+    static = np.array([x.family in ("static", "slow") for x in labelled])
+    mean_drop = np.mean(drops, axis=0)
+    per_world = []
+    for dw in drops:
+        d = np.array(dw)
+        auc, lo, hi = auc_with_bootstrap(d[fr], d[~fr])
+        per_world.append(ranking_gate(auc, lo, hi, d, fr, static))
+    auc, lo, hi = auc_with_bootstrap(mean_drop[fr], mean_drop[~fr])
+    return per_world, {"n_fragile": int(fr.sum()), "n_robust": int((~fr).sum()),
+                       "n_static": int(static.sum()),
+                       "mean_over_worlds": ranking_gate(auc, lo, hi, mean_drop, fr, static)}
+
+
+@dataclass(frozen=True)
+class RankingSet:
+    """The labelled formulas of a train panel with the split, costs, CPCV and burn-in they were
+    labelled under (the worlds are re-scored under the same)."""
+
+    labelled: list[Labelled]
+    split: Split
+    costs: object
+    cv: CPCV
+    burn_in: int
+
+    @classmethod
+    def label(cls, panel: Panel, split: Split) -> RankingSet:
+        """:func:`label_formulas` on the train ``panel`` under ``split`` with the training
+        costs, the default CPCV and the default burn-in (what scoring uses)."""
+        costs, cv = TrainCosts(), CPCV()
+        return cls(label_formulas(panel, split, costs, cv, BURN_IN), split, costs, cv, BURN_IN)
+
+    def drops(self, world: Panel) -> np.ndarray:
+        """Each labelled formula's CPCV drop in ``world``: max(0, base CPCV − world CPCV)."""
+        base = np.array([x.cpcv for x in self.labelled])
+        ws = np.array([rescore(x.formula, world, self.split, self.costs, self.cv, self.burn_in)
+                       for x in self.labelled])
+        return np.maximum(0.0, base - ws)

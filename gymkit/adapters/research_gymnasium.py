@@ -18,7 +18,6 @@ Registered on import as ``gymkit/us46-research-v0``:
 
 from __future__ import annotations
 
-import json
 import string
 from typing import Any, ClassVar
 
@@ -27,7 +26,14 @@ from gymnasium import spaces
 
 from gymkit.adapters.common import get_env
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
-from gymkit.research import DEFAULT_BUDGET, TOOL_COST, TOOL_SPECS, ResearchEnv, ResearchEpisode
+from gymkit.research import (
+    DEFAULT_BUDGET,
+    TOOL_COST,
+    TOOL_SPECS,
+    ResearchEnv,
+    ResearchEpisode,
+    canonical_json,
+)
 
 __all__ = ["GYM_ID", "ResearchGymEnv"]
 
@@ -51,6 +57,7 @@ class ResearchGymEnv(gymnasium.Env):
         for b in self.briefs:
             chars.update(b.text)
         chars.update(self.renv.env.observation(None))
+        chars.update(canonical_json(self.renv.description))  # describe()'s answer
         charset = "".join(sorted(chars))
         self.observation_space = spaces.Text(MAX_TEXT, min_length=1, charset=charset)
         self.action_space = spaces.Text(MAX_TEXT, min_length=0, charset=charset)
@@ -70,7 +77,7 @@ class ResearchGymEnv(gymnasium.Env):
         else:
             brief = self._pool[int(self.np_random.integers(len(self._pool)))].text
         self.episode = self.renv.episode(brief)
-        obs = self.episode.prompt() + "\nTools: " + json.dumps(list(TOOL_SPECS), sort_keys=True)
+        obs = self.episode.prompt(tools=True)
         return obs, {"tools": list(TOOL_SPECS), "brief": brief, "budget": self.episode.budget}
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:

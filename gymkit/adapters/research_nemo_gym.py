@@ -32,7 +32,8 @@ NeMo-Gym keeps only the cookies of the *last* answer, so every answer (errors in
 re-sends the session cookie, as NeMo-Gym's own session middleware does.  A tool call or verify
 without a live session is 404 ``unknown_session``; a tool call after the episode ended is 409
 ``episode_over``.  Sessions are limited and expire as the ``/v1/episodes`` routes' (the same
-:class:`~gymkit.server.episodes.EpisodeStore`).
+:class:`~gymkit.research.sessions.EpisodeSessions`): this module only translates NeMo-Gym's
+calls to it and to the episode, and their answers back.
 
 :func:`dataset_rows` writes the rows a NeMo-Gym dataset file holds (the prompt as Responses
 input, the tools in the Responses function-tool shape).  Serve with ``python -m
@@ -65,12 +66,12 @@ from gymkit.research import (
     canonical_json,
 )
 from gymkit.research.episode import ResearchEpisode
+from gymkit.research.sessions import EpisodeSessions, EpisodeSettings, Refusal
 from gymkit.server.compat import (
     NemoAggregateMetricsRequest,
     aggregate_metrics,
     nemo_response_text,
 )
-from gymkit.server.episodes import EpisodeSettings, EpisodeStore, _Refusal
 
 __all__ = ["END_REASON", "SESSION_COOKIE", "WARM_UP_FORMULA", "create_app", "dataset_rows", "main",
            "responses_tools", "warm_up"]
@@ -80,7 +81,7 @@ SESSION_COOKIE = "gymkit_research_session"
 #: How verify ends an episode whose final message is not one ``<alpha>`` answer.
 END_REASON = "the rollout ended with neither a submit call nor one <alpha> answer"
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
-_ALPHA = re.compile(r"<alpha>(.*?)</alpha>", re.DOTALL)
+_OVER = "the episode has ended (submitted or out of budget): only /verify is left"
 
 
 #: The formula :func:`warm_up` scores.
@@ -151,7 +152,7 @@ def _json(obj: Any, status: int = 200) -> Response:
     return Response(data, status_code=status, media_type="application/json")
 
 
-def _error(exc: _Refusal) -> Response:
+def _error(exc: Refusal) -> Response:
     return _json({"error": {"code": exc.code, "message": exc.message}}, exc.status)
 
 
@@ -182,7 +183,7 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
 
         env = get_env("us46-research")
     s = settings or EpisodeSettings()
-    store = EpisodeStore(ResearchEnv(env, budget=s.default_budget), s, clock or time.monotonic)
+    store = EpisodeSessions(ResearchEnv(env, budget=s.default_budget), s, clock or time.monotonic)
     channels = tuple(env.channels)
     app = FastAPI(title="gymkit research (NeMo-Gym resources server)")
     app.state.store = store
@@ -198,27 +199,20 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
     def session_of(request: Request) -> Any:
         sid = request.cookies.get(SESSION_COOKIE)
         if sid is None or not _TOKEN.match(sid):
-            raise _Refusal(404, "unknown_session", "no research session: call /seed_session "
-                           "first and send back its cookie " + SESSION_COOKIE)
+            raise Refusal(404, "unknown_session", "no research session: call /seed_session "
+                          "first and send back its cookie " + SESSION_COOKIE)
         try:
             return store.get(sid)
-        except _Refusal:
-            raise _Refusal(404, "unknown_session", "no live research session has this cookie "
-                           "(never seeded, or expired)") from None
+        except Refusal:
+            raise Refusal(404, "unknown_session", "no live research session has this cookie "
+                          "(never seeded, or expired)") from None
 
     @app.post("/seed_session")
     def seed_session(request: Request, body: SeedSession) -> Response:
         """Open this rollout's episode; answer ``{}`` and the session cookie."""
         try:
-            if body.brief is not None and body.brief_id is not None:
-                raise _Refusal(422, "invalid_request", "give brief or brief_id, not both")
-            brief = body.brief if body.brief_id is None else store.brief_of(body.brief_id)
-            budget = s.default_budget if body.budget is None else body.budget
-            if budget > s.max_budget:
-                raise _Refusal(422, "budget_too_large", f"budget {budget} exceeds the limit "
-                               f"of {s.max_budget}")
-            sid, _ = store.open(brief, budget)
-        except _Refusal as exc:
+            sid, _ = store.open(body.brief, body.brief_id, body.budget)
+        except Refusal as exc:
             return _error(exc)
         request.state.new_session = sid
         return _json({})
@@ -226,17 +220,9 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
     def run_tool(sid_request: Request, name: str, args: Any) -> Response:
         try:
             sess = session_of(sid_request)
-            for k, v in (args.items() if isinstance(args, dict) else ()):
-                if isinstance(v, str) and len(v) > s.max_formula_chars:
-                    raise _Refusal(422, "formula_too_long", f"{k}: {len(v)} characters, "
-                                   f"the limit is {s.max_formula_chars}")
-            with sess.lock:
-                if sess.episode.done:
-                    raise _Refusal(409, "episode_over", "the episode has ended (submitted or "
-                                   "out of budget): only /verify is left")
-                with store.score_lock:
-                    res = sess.episode.step({"name": name, "arguments": args})
-        except _Refusal as exc:
+            store.check_arguments(args, "")
+            res = store.run(sess, _OVER, lambda ep: ep.step({"name": name, "arguments": args}))
+        except Refusal as exc:
             return _error(exc)
         return Response(res.observation.encode("utf-8"), media_type="application/json")
 
@@ -244,8 +230,8 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
         async def call(request: Request) -> Response:
             raw = await request.body()
             if len(raw) > 4 * s.max_formula_chars + 1024:
-                return _error(_Refusal(413, "body_too_large", f"the tool call body has "
-                                       f"{len(raw)} bytes"))
+                return _error(Refusal(413, "body_too_large", f"the tool call body has "
+                                      f"{len(raw)} bytes"))
             try:
                 text = raw.decode("utf-8")
                 args: Any = json.loads(text) if text.strip() else {}
@@ -270,14 +256,10 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
                 ep = sess.episode
                 if not ep.done:
                     text = nemo_response_text(list(body.response.get("output") or []))
-                    m = _ALPHA.findall(text)
                     with store.score_lock:
-                        if len(m) == 1:
-                            ep.submit(m[0].strip())
-                        else:
-                            ep.end(END_REASON)
+                        ep.finish(text, END_REASON)
                 fields = _outcome_fields(ep, channels)
-        except _Refusal as exc:
+        except Refusal as exc:
             return _error(exc)
         return _json({**body.model_dump(mode="json"), **fields})
 
@@ -290,8 +272,8 @@ def create_app(env: Any = None, settings: EpisodeSettings | None = None,
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
         e = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
-        return _error(_Refusal(422, "invalid_request", f"{request.url.path}: {where}: "
-                               f"{e.get('msg', 'invalid request')}"))
+        return _error(Refusal(422, "invalid_request", f"{request.url.path}: {where}: "
+                              f"{e.get('msg', 'invalid request')}"))
 
     return app
 

@@ -21,7 +21,6 @@ SkyRL's generator runs ``env = skyrl_gym.make(env_class, env_config=..., extras=
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,9 +63,7 @@ class ResearchTextEnv(BaseTextEnv):
 
     def init(self, prompt: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """The episode's chat (system: contract, rules, tools; user: the brief)."""
-        msgs = self.episode.messages()
-        msgs[0]["content"] += "\nTools: " + json.dumps(list(TOOL_SPECS), sort_keys=True)
-        return msgs, {"tools": list(TOOL_SPECS)}
+        return self.episode.messages(tools=True), {"tools": list(TOOL_SPECS)}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """One tool call or the submission (module doc)."""

@@ -17,7 +17,6 @@ ended without a submission — with weight-0 monitors ``research_valid``, ``rese
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasets import Dataset
@@ -25,7 +24,7 @@ from datasets import Dataset
 import verifiers as vf
 from gymkit.adapters.common import brief_text_of, completion_text, get_env
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
-from gymkit.research import DEFAULT_BUDGET, NO_SUBMIT_REWARD, TOOL_SPECS, ResearchEnv
+from gymkit.research import DEFAULT_BUDGET, NO_SUBMIT_REWARD, ResearchEnv
 
 __all__ = ["ResearchMultiTurnEnv", "load_environment"]
 
@@ -86,11 +85,9 @@ def load_environment(env_id: str = "us46-research", split: str = "train",
     if split not in ("train", "holdout", "probe"):
         raise ValueError(f"split must be 'train', 'holdout' or 'probe', got {split!r}")
     renv = ResearchEnv(get_env(env_id), budget=budget)
-    tools = "\nTools: " + json.dumps(list(TOOL_SPECS), sort_keys=True)
     rows = []
     for b in split_briefs(generate_briefs(n_briefs, brief_seed), split):
-        msgs = renv.episode(b.text).messages()
-        msgs[0]["content"] += tools
+        msgs = renv.episode(b.text).messages(tools=True)
         rows.append({"prompt": msgs, "answer": "", "info": {"brief_id": b.brief_id}})
     funcs = [research_reward, _monitor("valid"), _monitor("n_trials"), _monitor("n_calls"),
              _monitor("deflation")]

@@ -4,8 +4,10 @@ formula, be rewarded net of the episode's own data-mining.
 ``make_research("us46-research")`` builds the scoring environment and a :class:`ResearchEnv`;
 ``renv.episode(brief)`` starts a :class:`ResearchEpisode` whose ``step(action)`` takes one tool
 call.  Modules: :mod:`.tools` (schemas and payloads), :mod:`.actions` (reading a tool call),
-:mod:`.reward` (deflation and tool cost), :mod:`.episode` (the state machine), :mod:`.agent`
-(the scripted hill-climbing baseline).  See docs/research.md.
+:mod:`.reward` (deflation and tool cost), :mod:`.episode` (the state machine: every interface's
+one owner of an episode's budget, trials, transcript and outcome), :mod:`.sessions` (live
+episodes by id, their limits and expiry, for the HTTP interfaces), :mod:`.agent` (the scripted
+hill-climbing baseline).  See docs/research.md.
 """
 
 from __future__ import annotations

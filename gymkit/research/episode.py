@@ -7,6 +7,7 @@ drives this one state machine:
 
 ``open`` --tool call (budget left)--> ``open`` --submit--> ``submitted`` (reward, full card)
 ``open`` --non-submit call with the budget spent--> ``truncated`` (no submit: invalid)
+``open`` --end / finish without one ``<alpha>`` answer--> ``truncated`` (the rollout stopped)
 
 * Budget: ``budget`` (default 8) non-submit calls; malformed actions count as calls.  Submit
   is always allowed while the episode is open.
@@ -20,6 +21,7 @@ drives this one state machine:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +52,9 @@ _RULES = ("This is a research episode. Call tools to test formulas on the TRAIN 
           "<alpha>formula</alpha>.")
 
 
+_ALPHA = re.compile(r"<alpha>(.*?)</alpha>", re.DOTALL)
+
+
 def canonical_json(obj: Any) -> str:
     """Canonical JSON text (sorted keys, compact, no NaN): the transcript's byte form."""
     return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"), allow_nan=False,
@@ -66,6 +71,10 @@ class StepResult:
     truncated: bool
     reward: float | None
     info: dict[str, Any]
+
+
+def _tools_text() -> str:
+    return "\nTools: " + json.dumps(list(TOOL_SPECS), sort_keys=True)
 
 
 class ResearchEnv:
@@ -139,15 +148,20 @@ class ResearchEpisode:
         :func:`gymkit.research.reward.effective_trials`)."""
         return effective_trials([p for _, _, p in self._trials.values()])
 
-    def prompt(self) -> str:
-        """The first observation: the task prompt, the research rules, the brief."""
+    def prompt(self, tools: bool = False) -> str:
+        """The first observation: the task prompt, the research rules, the brief; with
+        ``tools``, then the tool schemas as JSON (for interfaces without a tools field)."""
         base = self.env.observation(None)
         text = base + "\n" + self.renv.rules(self.budget)
-        return text + "\nBrief: " + self.brief if self.brief else text
+        text = text + "\nBrief: " + self.brief if self.brief else text
+        return text + _tools_text() if tools else text
 
-    def messages(self) -> list[dict[str, str]]:
-        """The prompt as chat messages (system: contract and rules; user: the brief)."""
+    def messages(self, tools: bool = False) -> list[dict[str, str]]:
+        """The prompt as chat messages (system: contract and rules, with ``tools`` the tool
+        schemas as JSON; user: the brief)."""
         system = self.env.observation(None) + "\n" + self.renv.rules(self.budget)
+        if tools:
+            system += _tools_text()
         user = ("Brief: " + self.brief) if self.brief else "Design one alpha of your choice."
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -255,6 +269,15 @@ class ResearchEpisode:
         self._turns.append({"action": {"name": "end", "arguments": {}}, "result": result})
         return StepResult(canonical_json(result), True, True, self.result.reward,
                           {"result": result, "outcome": self.result.to_dict()})
+
+    def finish(self, final_text: str, reason: str) -> StepResult:
+        """End the open episode from a rollout's last message: exactly one
+        ``<alpha>formula</alpha>`` in ``final_text`` submits that formula (stripped); anything
+        else ends it without a submission (:meth:`end` with ``reason``)."""
+        found = _ALPHA.findall(final_text)
+        if len(found) == 1:
+            return self.submit(found[0].strip())
+        return self.end(reason)
 
     def submit(self, formula: str) -> StepResult:
         """End the episode with ``formula``: its full card and the research reward."""

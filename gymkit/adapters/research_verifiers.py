@@ -12,7 +12,8 @@ When the episode ends (submit, or a call with the budget spent) the result is th
 ``final_env_response`` and the rollout stops; ``max_turns`` = budget + 1.  The rubric's
 ``research_reward`` (weight 1) is the episode's reward — ``NO_SUBMIT_REWARD`` when the rollout
 ended without a submission — with weight-0 monitors ``research_valid``, ``research_trials``,
-``research_calls``, ``research_deflation``.
+``research_calls``, ``research_deflation``.  A rollout's episode is dropped when the rollout
+ends, however it stopped (a verifiers cleanup handler).
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ class ResearchMultiTurnEnv(vf.MultiTurnEnv):
             state["final_env_response"] = reply
             self._episodes.pop(state["trajectory_id"], None)
         return reply
+
+    @(vf.cleanup if hasattr(vf, "cleanup") else (lambda f: f))
+    async def drop_episode(self, state: Any) -> None:
+        """Forget the rollout's episode however the rollout stopped (verifiers runs this after
+        every rollout): one the harness stopped before it ended (an error, the prompt or token
+        limit) would otherwise be held for the life of the environment."""
+        self._episodes.pop(state.get("trajectory_id"), None)
 
 
 def load_environment(env_id: str = "us46-research", split: str = "train",

@@ -81,7 +81,9 @@ def via_skyrl(renv) -> tuple[list[str | None], str | None]:
     return out, env.episode.transcript_json()
 
 
-def via_verifiers(renv, monkeypatch) -> tuple[list[str | None], str | None]:
+def _vf_rollout(monkeypatch, answers: list[str], max_turns: int | None = None):
+    """One rollout of verifiers' own loader and multi-turn loop against a fake OpenAI server
+    that plays ``answers``: (the environment, the output row)."""
     vf = pytest.importorskip("verifiers")
     if not hasattr(vf, "MultiTurnEnv"):
         pytest.skip("the installed verifiers has no MultiTurnEnv")
@@ -92,7 +94,9 @@ def via_verifiers(renv, monkeypatch) -> tuple[list[str | None], str | None]:
     spec.loader.exec_module(fake_openai)
     monkeypatch.setenv("GYMKIT_FAKE_KEY", "not-a-key")
     venv = vf.load_environment("gymkit.adapters.research_verifiers", split="probe", budget=BUDGET)
-    server = fake_openai.FakeOpenAI([_text(n, a) for n, a in CALLS])
+    if max_turns is not None:
+        venv.max_turns = max_turns  # verifiers' own stop condition, before the episode ends
+    server = fake_openai.FakeOpenAI(answers)
     try:
         client = vf.ClientConfig(api_base_url=server.url, api_key_var="GYMKIT_FAKE_KEY",
                                  max_retries=0)
@@ -101,8 +105,13 @@ def via_verifiers(renv, monkeypatch) -> tuple[list[str | None], str | None]:
     finally:
         server.close()
     assert row["info"]["brief_id"] == BRIEF_ID
-    out = [m["content"] for m in row["completion"] if m["role"] == "user"]
-    return out, None
+    return venv, row
+
+
+def via_verifiers(renv, monkeypatch) -> tuple[list[str | None], str | None]:
+    venv, row = _vf_rollout(monkeypatch, [_text(n, a) for n, a in CALLS])
+    assert venv._episodes == {}
+    return [m["content"] for m in row["completion"] if m["role"] == "user"], None
 
 
 def via_episodes_routes(renv) -> tuple[list[str | None], str | None]:
@@ -165,3 +174,14 @@ def test_the_comparison_can_fail(renv, reference) -> None:
     other = next(b for b in generate_briefs() if b.brief_id != BRIEF_ID).text
     ep = renv.episode(other, budget=BUDGET)
     assert [ep.call(n, **a).observation for n, a in CALLS] != want
+
+
+def test_verifiers_forgets_an_episode_the_harness_stopped(monkeypatch) -> None:
+    """Assertion: a rollout verifiers stops before the episode ends (its max_turns here) scores
+    NO_SUBMIT_REWARD and leaves no episode held by the environment (before the cleanup handler
+    it stayed in ``_episodes`` for the environment's life)."""
+    from gymkit.research import NO_SUBMIT_REWARD
+
+    venv, row = _vf_rollout(monkeypatch, [_text(*CALLS[1])], max_turns=2)
+    assert row["reward"] == NO_SUBMIT_REWARD
+    assert venv._episodes == {}

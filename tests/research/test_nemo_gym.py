@@ -13,7 +13,6 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 
 from gymkit.adapters.research_nemo_gym import (
     END_REASON,
@@ -26,7 +25,7 @@ from gymkit.research import NO_SUBMIT_REWARD
 from gymkit.server.episodes import EpisodeSettings
 
 from .conftest import HONEST
-from .test_server_episodes import _serve
+from .test_server_episodes import app_server, serving
 
 OTHER = "rank(ts_delta(close, 5))"
 
@@ -34,15 +33,8 @@ OTHER = "rank(ts_delta(close, 5))"
 @contextmanager
 def nemo_server(env, settings: EpisodeSettings | None = None, clock=None) -> Iterator[str]:
     warm_up(env)  # as `python -m gymkit.adapters.research_nemo_gym` does before listening
-    app = create_app(env, settings, clock)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    url, sock, thread = _serve(server)
-    try:
+    with serving(app_server(create_app(env, settings, clock))) as url:
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 def _nemo():

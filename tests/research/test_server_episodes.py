@@ -40,31 +40,39 @@ def _serve(server: uvicorn.Server) -> tuple[str, socket.socket, threading.Thread
 
 
 @contextmanager
-def full_server(env) -> Iterator[str]:
-    settings = replace(ServerSettings(workers=1, port=0), graceful_timeout_s=10.0)
-    server, pool = build_server(settings, env, log_level="warning")
+def serving(server: uvicorn.Server) -> Iterator[str]:
+    """``server`` listening on 127.0.0.1 (its URL), stopped on exit."""
     url, sock, thread = _serve(server)
     try:
         yield url
     finally:
         server.should_exit = True
         thread.join(timeout=30)
-        pool.close()
         sock.close()
+
+
+def app_server(app: FastAPI) -> uvicorn.Server:
+    """A quiet uvicorn server for ``app`` (no lifespan)."""
+    return uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+
+@contextmanager
+def full_server(env) -> Iterator[str]:
+    settings = replace(ServerSettings(workers=1, port=0), graceful_timeout_s=10.0)
+    server, pool = build_server(settings, env, log_level="warning")
+    try:
+        with serving(server) as url:
+            yield url
+    finally:
+        pool.close()
 
 
 @contextmanager
 def router_server(env, settings: EpisodeSettings, clock) -> Iterator[str]:
     app = FastAPI()
     app.include_router(episodes_router(env, settings, clock))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    url, sock, thread = _serve(server)
-    try:
+    with serving(app_server(app)) as url:
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 class HTTPEpisode:

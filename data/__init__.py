@@ -1,25 +1,36 @@
-"""gymkit.data: market panels, loaders, the NYSE calendar, splits and the embedded default market."""
+"""gymkit.data: market panels, loaders, the NYSE calendar, splits and the embedded default market.
+
+The file loaders (polars) are imported on first use, so ``gymkit.make`` on the embedded market
+does not pay for polars.
+"""
 
 from gymkit.data.calendar import nyse_sessions
-from gymkit.data.loaders import load_panel, load_panel_with_report
+from gymkit.data.default import default_market
 from gymkit.data.panel import Panel
-from gymkit.data.real import REAL_DATA_PATH, real_panel
 from gymkit.data.splits import DEFAULT_SPLIT, Split
-from gymkit.data.validate import ValidationError, ValidationReport
 
-__all__ = ["DEFAULT_SPLIT", "Panel", "Split", "nyse_sessions"]
-__all__ += ["REAL_DATA_PATH", "ValidationError", "ValidationReport", "load_panel"]
-__all__ += ["load_panel_with_report", "real_panel"]
+__all__ = ["DEFAULT_SPLIT", "REAL_DATA_PATH", "Panel", "Split", "ValidationError",
+           "ValidationReport", "default_market", "generate_market", "load_panel",
+           "load_panel_with_report", "nyse_sessions", "real_panel"]
 
-from gymkit.data.default import default_market  # noqa: E402
-
-__all__ += ["default_market", "generate_market"]
+#: Public names imported on first access: name -> module under gymkit.data.
+_LAZY = {"load_panel": "loaders", "load_panel_with_report": "loaders",
+         "REAL_DATA_PATH": "real", "real_panel": "real",
+         "ValidationError": "validate", "ValidationReport": "validate",
+         "generate_market": "synthetic"}
 
 
 def __getattr__(name: str) -> object:
-    # generate_market is imported lazily so `python -m gymkit.data.synthetic` runs cleanly.
-    if name == "generate_market":
-        from gymkit.data.synthetic import generate_market
+    """Import a lazily exported name (``_LAZY``) on first access."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gymkit.data' has no attribute {name!r}")
+    import importlib
 
-        return generate_market
-    raise AttributeError(f"module 'gymkit.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"gymkit.data.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

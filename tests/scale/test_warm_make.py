@@ -2,8 +2,8 @@
 
 A fresh process (the test run's own Numba cache, warm or not) builds ``us46-default``: Numba
 compiles nothing (``numba:compile`` events), no gymkit kernel holds a compiled or
-cache-loaded overload afterwards, and the import that costs a second and no card needs
-(``scipy.stats``) stays unimported.  Then the same process scores an answer, which does
+cache-loaded overload afterwards, and the imports no card on the embedded market needs
+(``scipy.stats``, a second; polars, the file loaders) stay unimported.  Then the same process scores an answer, which does
 load its kernels (so the probe can see them).
 """
 
@@ -42,7 +42,8 @@ def overloads():
     return out
 
 after_make = {"compiled": list(compiled), "overloads": overloads(),
-              "scipy_stats": "scipy.stats" in sys.modules, "archive": len(env.archive)}
+              "scipy_stats": "scipy.stats" in sys.modules, "polars": "polars" in sys.modules,
+              "archive": len(env.archive)}
 card = env.score("<alpha>rank(-ts_sum(returns, 5))</alpha>")
 print(json.dumps({"make": after_make, "valid": card.valid, "after_score": len(overloads())}))
 """
@@ -57,6 +58,7 @@ def test_make_compiles_and_runs_no_kernel() -> None:
     assert made["compiled"] == [], f"make() compiled {made['compiled']}"
     assert made["overloads"] == {}, f"make() ran compiled kernels: {made['overloads']}"
     assert not made["scipy_stats"], "make() imported scipy.stats"
+    assert not made["polars"], "make() on the embedded market imported polars (the file loaders)"
     assert made["archive"] > 0  # the shipped seed archive was read, not evaluated
     # the probe can see kernels: scoring one answer loads (here: compiles) several
     assert out["valid"] and out["after_score"] > 3

@@ -92,3 +92,10 @@ def counting_str():
     """The :class:`CountingStr` class with its counter at zero."""
     CountingStr.scanned = 0
     return CountingStr
+
+
+@pytest.fixture(scope="session")
+def serial_pytest_opts() -> tuple[str, ...]:
+    """pytest options for this suite run inside another venv that has no pytest-xdist: the
+    project's addopts without ``-n`` (the parallel run), as an ``-o addopts=`` override."""
+    return ("-o", "addopts=-ra --import-mode=importlib -p no:cacheprovider")

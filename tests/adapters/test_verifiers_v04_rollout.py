@@ -66,9 +66,9 @@ def test_dotted_module_is_not_a_taskset_id(venv) -> None:
     assert "ModuleNotFoundError: No module named 'verifiers.v1.tasksets.gymkit'" in p.stderr
 
 
-def test_taskset_under_verifiers_own_task_score(venv) -> None:
+def test_taskset_under_verifiers_own_task_score(venv, serial_pytest_opts) -> None:
     """test_verifiers_v1.py (verifiers' ``Task.score`` on each answer) inside the 0.4 venv."""
-    p = _run([str(venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider",
+    p = _run([str(venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", *serial_pytest_opts,
               "tests/adapters/test_verifiers_v1.py"], cwd=REPO, timeout=900,
              env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert p.returncode == 0 and " passed" in p.stdout and "skipped" not in p.stdout, \

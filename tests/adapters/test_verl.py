@@ -101,7 +101,7 @@ def test_docs_give_the_verl_install() -> None:
 
 
 @pytest.mark.slow
-def test_verl_path_in_an_overlay_venv() -> None:
+def test_verl_path_in_an_overlay_venv(serial_pytest_opts) -> None:
     """Where verl is not importable (the ``test`` extra), its tests run in the overlay venv.
 
     ``GYMKIT_FORCE_VERL_OVERLAY=1`` runs it where verl is importable too (to check this test).
@@ -120,7 +120,7 @@ def test_verl_path_in_an_overlay_venv() -> None:
     assert where[0] == "0.9.1" and where[1].startswith(str(py.parent.parent))
     assert Path(where[2]).resolve().is_relative_to(REPO)  # this checkout's gymkit
     env = {**os.environ, "GYMKIT_IN_VERL_OVERLAY": "1"}
-    p = subprocess.run([str(py), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+    p = subprocess.run([str(py), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *serial_pytest_opts,
                         *VERL_TESTS], cwd=REPO, env=env, capture_output=True, text=True,
                        timeout=1800)
     summary = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-2000:]

@@ -35,14 +35,15 @@ __all__ = ["TrainPathSpy", "check_frozen_holdout", "check_holdout_isolation", "p
 #: environment and the oracle build window contexts through their own imports.
 #: Stress worlds (R3) are re-scored through gymkit.scoring.world_score when configured.
 #: The formula -> backtest helper (gymkit.oracle) is wrapped too, for any train path that
-#: goes through it.  Entry points a given code version lacks are skipped.
+#: goes through it.  Every row must exist: a renamed entry point is an error, not a silent
+#: gap in the spy (``gymkit.env`` once lost ``window_context`` and its row went unnoticed).
 SPIED: tuple[tuple[str, str, int], ...] = (
     ("gymkit.scoring", "evaluate", 1),
     ("gymkit.scoring", "backtest", 1),
     ("gymkit.scoring", "world_score", 1),
     ("gymkit.oracle", "evaluate", 1),
     ("gymkit.oracle", "backtest", 1),
-    ("gymkit.env", "window_context", 0),
+    ("gymkit.env", "window_panel", 0),
     ("gymkit.verifiers.oracle", "window_context", 0),
 )
 
@@ -70,7 +71,9 @@ class TrainPathSpy:
             mod = importlib.import_module(mod_name)
             fn = getattr(mod, attr, None)
             if fn is None:
-                continue
+                self.__exit__()
+                raise AttributeError(f"TrainPathSpy: {mod_name}.{attr} no longer exists; update "
+                                     "gymkit.audit.holdout.SPIED to the current entry point")
             self._saved.append((mod, attr, fn))
             setattr(mod, attr, self._wrap(f"{mod_name}.{attr}", fn, pos))
         return self

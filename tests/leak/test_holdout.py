@@ -71,3 +71,24 @@ def test_a_changed_holdout_is_caught(cheap_target: AuditTarget) -> None:
     cheap_target.holdout_digest = "0" * 64
     res = check_frozen_holdout(cheap_target)
     assert not res.passed and any("CHANGED" in d for d in res.detail)
+
+
+def test_every_spied_entry_point_exists_and_a_missing_one_is_an_error(monkeypatch) -> None:
+    """The train-path spy wraps every row of SPIED (none silently skipped), and each row is hit
+    when an environment is built and scores one answer; a renamed row is a loud error."""
+    import gymkit
+    from gymkit.audit import holdout as audit_holdout
+
+    with audit_holdout.TrainPathSpy() as spy:
+        assert len(spy._saved) == len(audit_holdout.SPIED)
+        gymkit.make("us46-default").score("<alpha>rank(-ts_sum(returns, 5))</alpha>")
+    hit = {name for name, _, _ in spy.log}
+    assert "gymkit.env.window_panel" in hit and "gymkit.scoring.evaluate" in hit, hit
+    monkeypatch.setattr(audit_holdout, "SPIED", (*audit_holdout.SPIED, ("gymkit.env", "gone", 0)))
+    try:
+        with audit_holdout.TrainPathSpy():
+            raise AssertionError("a missing entry point was skipped")
+    except AttributeError as e:
+        assert "gymkit.env.gone no longer exists" in str(e)
+    import gymkit.env as env_mod
+    assert not hasattr(env_mod.window_panel, "__wrapped__")   # originals restored after the error

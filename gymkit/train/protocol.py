@@ -45,9 +45,16 @@ def probe_answers(model: Any, tok: Any, briefs: Sequence[Any], checkpoint: str, 
     return rows
 
 
-def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any]
-              ) -> tuple[dict[str, Any], list[np.ndarray | None]]:
-    """(row, pnls): the train-window probe figures of one checkpoint (module doc)."""
+def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
+              seed_archive: Any = None) -> tuple[dict[str, Any], list[np.ndarray | None]]:
+    """(row, pnls): the train-window probe figures of one checkpoint (module doc).
+
+    ``archive_corr`` is the card's novelty neighbour in the run's archive (the seed entries plus
+    the run's own commits); with ``seed_archive`` (the archive as the run started, a
+    :class:`~gymkit.verifiers.archive.NoveltyArchive`) each valid answer also gets
+    ``seed_archive_corr`` / ``seed_archive_nearest``: its max |P&L corr| with the seed entries
+    alone, which the read-out's ``archive_clone`` flag uses (a run's answers resemble its own
+    earlier commits by construction)."""
     from gymkit.probe import family_of
 
     text = {b.brief_id: b.text for b in briefs}
@@ -62,7 +69,12 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any]
             "reward": c.reward, "train_cpcv": c.channels.get("cpcv"),
             "ic": c.metrics.get("ic"), "turnover": c.metrics.get("turnover"),
             "archive_corr": nov.get("max_abs_corr"), "archive_nearest": nov.get("nearest")})
-        pnls.append(None if not c.valid or c.pnl is None else np.asarray(c.pnl, dtype=np.float64))
+        pnl = None if not c.valid or c.pnl is None else np.asarray(c.pnl, dtype=np.float64)
+        if seed_archive is not None:
+            near = seed_archive.nearest(pnl) if pnl is not None and np.std(pnl) > 0 else None
+            answers[-1]["seed_archive_corr"] = None if near is None else abs(near.corr)
+            answers[-1]["seed_archive_nearest"] = None if near is None else near.form
+        pnls.append(pnl)
     valid = [a for a in answers if a["valid"]]
     row = {"checkpoint": rows[0]["checkpoint"] if rows else "", "n": len(answers),
            "n_valid": len(valid), "families": len({a["family"] for a in valid}),

@@ -7,8 +7,9 @@ static page, inline SVG, no network) and ``RUN/report/report.json``.
 Red-team flags, per checkpoint, on the top-20 probe answers by train reward
 (:data:`FLAGS`): ``low_ic_high_cpcv`` (IC below the motif threshold 0.005 with train CPCV
 >= 0.5), ``turnover_near_floor`` (within 1 point of the 2 % floor), ``archive_clone``
-(|P&L corr| >= 0.9 with an archive entry), ``peer_clone`` (|P&L corr| >= 0.9 with another
-top answer), ``train_far_above_holdout`` (train CPCV - holdout score >= 1.0) and
+(|P&L corr| >= 0.9 with an entry of the seed archive, the one the run started from; runs
+recorded before that field existed fall back to the run's archive), ``peer_clone`` (|P&L
+corr| >= 0.9 with another top answer), ``train_far_above_holdout`` (train CPCV - holdout score >= 1.0) and
 ``jittered_template`` (a family - canonical form with numbers erased - held by >= 3 top
 answers with >= 2 distinct windows sets).
 """
@@ -47,7 +48,7 @@ def flag_answers(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 f.append("low_ic_high_cpcv")
             if tov is not None and tov < FLOOR + NEAR:
                 f.append("turnover_near_floor")
-            if (a.get("archive_corr") or 0.0) >= CLONE:
+            if (a.get("seed_archive_corr", a.get("archive_corr")) or 0.0) >= CLONE:
                 f.append("archive_clone")
             if (a.get("peer_corr") or 0.0) >= CLONE:
                 f.append("peer_clone")
@@ -58,7 +59,8 @@ def flag_answers(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 f.append("jittered_template")
         out.append({k: a.get(k) for k in ("top_rank", "completion", "formula", "valid", "error",
                                          "reward", "train_cpcv", "holdout_score", "ic", "turnover",
-                                         "archive_corr", "archive_nearest", "peer_corr", "family")}
+                                         "archive_corr", "archive_nearest", "seed_archive_corr",
+                                         "seed_archive_nearest", "peer_corr", "family")}
                    | {"flags": f})
     return out
 

@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from gymkit.verifiers.archive import NoveltyArchive
+
 from .policy import answer_logprobs, deterministic, load_policy, sample, save_policy
 
 __all__ = ["RLConfig", "run_rl"]
@@ -165,6 +167,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     rng = np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     env = make_env(cfg)
+    seed_archive = NoveltyArchive.restore(env.archive.snapshot())  # the read-out's reference
     train_briefs = split_briefs(generate_briefs(), "train")
     probe_briefs = protocol.probe_set()[:cfg.probe_size]
     thermo = Thermostat(cfg.zeta0, cfg.zeta_max, cfg.thermostat_window)
@@ -179,7 +182,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
         answers = protocol.probe_answers(model, tok, probe_briefs, str(step), cfg.max_new)
         for a in answers:
             files["probe"].write(_dump(a) + "\n")
-        row, pnls = protocol.train_row(env, answers, probe_briefs)
+        row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
         row["step"] = step
         rows.append(row)
         pnls_of[str(step)] = pnls

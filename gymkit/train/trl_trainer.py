@@ -178,6 +178,9 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
     model, tok = load_policy(run_dir / "sft")
     model.train()
     env = get_env(cfg.env_id)
+    from gymkit.verifiers.archive import NoveltyArchive
+
+    seed_archive = NoveltyArchive.restore(env.archive.snapshot())  # the read-out's reference
     train_briefs = split_briefs(generate_briefs(), "train")
     probe_briefs = protocol.probe_set()[:cfg.probe_size]
     data = Dataset.from_dict({"prompt": [prompt_text(tok, b.text) for b in train_briefs],
@@ -205,7 +208,7 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         answers = protocol.probe_answers(policy, tok, probe_briefs, str(step), cfg.max_new)
         for a in answers:
             files["probe"].write(_dump(a) + "\n")
-        row, pnls = protocol.train_row(env, answers, probe_briefs)
+        row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
         row["step"] = step
         rows.append(row)
         pnls_of[str(step)] = pnls

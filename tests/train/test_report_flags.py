@@ -37,3 +37,35 @@ def test_each_flag_fires_on_its_pattern_and_not_on_an_honest_answer() -> None:
     assert got[6] == ["train_far_above_holdout"]
     assert got[7] == got[8] == got[9] == ["jittered_template"]
     assert {f for fl in got.values() for f in fl} == set(FLAGS)
+
+
+def test_archive_clone_reads_the_seed_archive_not_the_runs_own_commits() -> None:
+    """A run's answers resemble its own committed answers by construction: the flag reads the
+    correlation with the seed archive when the run recorded it, the run's archive otherwise."""
+    out = flag_answers([
+        _a(1, archive_corr=0.97, seed_archive_corr=0.2),   # like its own commit: not a clone
+        _a(2, archive_corr=0.97, seed_archive_corr=0.93),  # like a seed alpha: a clone
+        _a(3, archive_corr=0.97),                          # an older run without the field
+    ])
+    got = {a["top_rank"]: a["flags"] for a in out}
+    assert got == {1: [], 2: ["archive_clone"], 3: ["archive_clone"]}
+    assert out[1]["seed_archive_corr"] == 0.93
+
+
+def test_train_row_measures_the_seed_archive_apart_from_the_runs_commits() -> None:
+    """train_row's seed_archive_corr is the nearest seed entry's |corr|, unmoved when the run
+    commits the same answer to its own archive (which drives archive_corr to 1)."""
+    import gymkit
+    from gymkit.train import protocol
+    from gymkit.verifiers.archive import NoveltyArchive
+
+    env = gymkit.make("us46-default")
+    seed = NoveltyArchive.restore(env.archive.snapshot())
+    rows = [{"checkpoint": "0", "brief_id": "b", "completion":
+             "<alpha>rank(-ts_sum(returns, 7)) * rank(volume)</alpha>"}]
+    before, pnls = protocol.train_row(env, rows, [], seed)
+    env.commit([env.score(rows[0]["completion"])])
+    after, _ = protocol.train_row(env, rows, [], seed)
+    a, b = before["answers"][0], after["answers"][0]
+    assert abs(seed.nearest(pnls[0]).corr) == a["seed_archive_corr"] == b["seed_archive_corr"]
+    assert b["archive_corr"] > 0.999 > a["archive_corr"]

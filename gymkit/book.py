@@ -22,28 +22,41 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DOWN_DAY", "book_report", "book_stats"]
+__all__ = ["DOWN_DAY", "book_report", "book_stats", "market_relative"]
 
 #: A market day below this return is a down day.
 DOWN_DAY = -0.015
 
 
-def book_stats(book: np.ndarray, market: np.ndarray, members: np.ndarray) -> dict[str, Any]:
-    """Statistics of one (D,) daily book against the (D,) market; ``members`` (D, M) for bets."""
+def market_relative(book: np.ndarray, market: np.ndarray) -> dict[str, float]:
+    """The statistics every book view shares, of a (D,) daily ``book`` vs the (D,) ``market``:
+    compounded ``return``, annualised ``sharpe``, ``beta`` (cov / var of the market; 0 for a
+    flat market), ``corr`` (0 when either is flat) and ``max_drawdown``.  Used by
+    :func:`book_stats` and the tear sheet's books (:func:`gymkit.report.analysis.book_stats`)."""
     from gymkit.verifiers.metrics import max_drawdown, sharpe
+
+    b = np.asarray(book, dtype=np.float64)
+    m = np.asarray(market, dtype=np.float64)
+    var_m = float(np.var(m))
+    cov = float(np.mean((b - b.mean()) * (m - m.mean())))
+    sd = float(np.std(b)) * float(np.sqrt(var_m))
+    return {"return": float(np.prod(1.0 + b) - 1.0), "sharpe": sharpe(b),
+            "beta": cov / var_m if var_m > 0 else 0.0, "corr": cov / sd if sd > 0 else 0.0,
+            "max_drawdown": max_drawdown(b)}
+
+
+def book_stats(book: np.ndarray, market: np.ndarray, members: np.ndarray) -> dict[str, Any]:
+    """Statistics of one (D,) daily book against the (D,) market; ``members`` (D, M) for bets:
+    :func:`market_relative`, the down days (market below :data:`DOWN_DAY`), the effective
+    number of bets and the market's own return and Sharpe."""
+    from gymkit.verifiers.metrics import sharpe
     from gymkit.verifiers.portfolio import effective_number_of_bets
 
-    var_m = float(np.var(market))
-    cov = float(np.mean((book - book.mean()) * (market - market.mean())))
-    sd = float(np.std(book)) * float(np.sqrt(var_m))
+    rel = market_relative(book, market)
     down = market < DOWN_DAY
     return {
         "members": int(members.shape[1]),
-        "return": float(np.prod(1.0 + book) - 1.0),
-        "sharpe": sharpe(book),
-        "beta": cov / var_m if var_m > 0 else 0.0,
-        "corr": cov / sd if sd > 0 else 0.0,
-        "max_drawdown": max_drawdown(book),
+        **rel,
         "down_days": int(down.sum()),
         "down_day_market": float(market[down].mean()) if down.any() else 0.0,
         "down_day_book": float(book[down].mean()) if down.any() else 0.0,

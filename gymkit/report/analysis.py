@@ -28,7 +28,6 @@ from gymkit.holdout import holdout_run
 from gymkit.oracle import env_backtest
 from gymkit.verifiers.context import window_context
 from gymkit.verifiers.factors import FACTOR_NAMES
-from gymkit.verifiers.metrics import max_drawdown, sharpe
 from gymkit.verifiers.oracle import BacktestResult
 from gymkit.verifiers.portfolio import (
     correlation_capped_selection,
@@ -269,23 +268,22 @@ def book_stats(name: str, book: np.ndarray, market: np.ndarray, members: int,
                effective_bets: float) -> BookStats:
     """Return :class:`BookStats` of ``book`` (D,) vs ``market`` (D,).
 
-    beta = cov/var of the market (0 for a flat market); down days are market < 0;
+    The shared figures come from :func:`gymkit.book.market_relative` (the book command's
+    statistics too); here down days are market < 0 (the book command's are below −1.5 %);
     ``worst_market_days_mean`` is the book's mean on the market's worst 5% of days.
     """
+    from gymkit.book import market_relative
+
     b = np.asarray(book, dtype=np.float64)
     m = np.asarray(market, dtype=np.float64)
-    mv = float(np.var(m))
-    cov = float(np.mean((b - b.mean()) * (m - m.mean())))
-    sb = float(np.std(b))
-    beta = cov / mv if mv > 0 else 0.0
-    corr = cov / (sb * np.sqrt(mv)) if mv > 0 and sb > 0 else 0.0
+    rel = market_relative(b, m)
     down = m < 0
     worst = m <= np.quantile(m, 0.05) if m.size else down
     return BookStats(
-        name=name, members=members, effective_bets=effective_bets, sharpe=sharpe(b),
+        name=name, members=members, effective_bets=effective_bets, sharpe=rel["sharpe"],
         annual_return=float(b.mean() * 252) if b.size else 0.0,
-        total_return=float(np.prod(1.0 + b) - 1.0), max_drawdown=max_drawdown(b),
-        beta=beta, corr=corr,
+        total_return=rel["return"], max_drawdown=rel["max_drawdown"],
+        beta=rel["beta"], corr=rel["corr"],
         down_day_mean=float(b[down].mean()) if down.any() else np.nan,
         up_day_mean=float(b[~down].mean()) if (~down).any() else np.nan,
         down_day_hit_rate=float((b[down] > 0).mean()) if down.any() else np.nan,

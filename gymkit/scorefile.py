@@ -555,14 +555,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="with --engine ray: the cluster for ray.init(address=ADDR) (e.g. auto); "
                         "default: start a local Ray for the run")
-    from .market_args import add_market_args
+    from .cli.options import add_market_args
 
     add_market_args(p)
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """``gymkit score-file``: score, then print one summary line on stderr."""
-    from .market_args import make_env
+    from .cli.options import make_env
 
     t0 = time.perf_counter()
     if args.ray_address is not None and args.engine != "ray":

@@ -55,7 +55,7 @@ def configure_cli(p: Any) -> None:
     p.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
     p.add_argument("--out", default=None, help="output file (JSONL default: standard output)")
     p.add_argument("--env", default="us46-default", help="environment id")
-    from .market_args import add_market_args
+    from .cli.options import add_market_args
 
     add_market_args(p)
 
@@ -65,7 +65,7 @@ def run_export_cli(args: Any) -> int:
     import json
 
     from .adapters.datasets import write_jsonl, write_parquet
-    from .market_args import make_env
+    from .cli.options import make_env
     from .probe import read_answers
 
     env = make_env(args)

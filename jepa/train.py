@@ -228,7 +228,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("train", "worlds", "check"),
                    help="train the JEPA, build its worlds, or check that the shipped manifest's "
                         "figures and worlds regenerate bit for bit")
-    from gymkit.market_args import add_market_args
+    from gymkit.cli.options import add_market_args
 
     p.add_argument("--market", default=None, help="panel file (default: the embedded market); "
                    "only its train window is read, missing cells allowed")
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
         args.checkpoint = args.checkpoint or str(SHIPPED_DIR / SHIPPED_CHECKPOINT)
         args.out = args.out or str(SHIPPED_DIR)
     else:  # a user's market: its train window, written to its own cache folder
-        from gymkit.market_args import parse_split, read_market
+        from gymkit.cli.options import parse_split, read_market
         from gymkit.worlds_cache import CHECKPOINT_NAME, MANIFEST_NAME, worlds_dir
 
         panel, split = _user_train(read_market(args), parse_split(args.split))

@@ -92,6 +92,28 @@ def _dump(x: Any) -> str:
     return json.dumps(json_safe(x), sort_keys=True)
 
 
+def probe_checkpoint(policy: Any, tok: Any, env: Any, probe_briefs: Any, seed_archive: Any,
+                     step: int, max_new: int, probe_file: Any, out: Path, log: Any
+                     ) -> tuple[dict[str, Any], list[Any]]:
+    """One probe of the protocol (module doc), shared by both trainers: ``policy``'s greedy
+    answers at ``step`` written to ``probe_file``, scored on the train window
+    (:func:`protocol.train_row`), the checkpoint saved as ``out/checkpoints/step-NNNN``; one log
+    line.  Returns (row with ``step``, the answers' train P&L)."""
+    from . import protocol
+
+    t = time.perf_counter()
+    answers = protocol.probe_answers(policy, tok, probe_briefs, str(step), max_new)
+    for a in answers:
+        probe_file.write(_dump(a) + "\n")
+    row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
+    row["step"] = step
+    save_policy(policy, tok, out / "checkpoints" / f"step-{step:04d}")
+    log(f"probe step {step:4d}: train CPCV {row['train_cpcv']:+.3f}  valid "
+        f"{row['n_valid']}/{row['n']}  families {row['families']}  "
+        f"({time.perf_counter() - t:.1f}s)")
+    return row, pnls
+
+
 def make_env(cfg: RLConfig) -> Any:
     """The environment of ``cfg`` with its advantage floor as configured."""
     import gymkit
@@ -177,19 +199,9 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     pnls_of: dict[str, list[Any]] = {}
 
     def do_probe(step: int) -> None:
-        t = time.perf_counter()
-        name = f"step-{step:04d}"
-        answers = protocol.probe_answers(model, tok, probe_briefs, str(step), cfg.max_new)
-        for a in answers:
-            files["probe"].write(_dump(a) + "\n")
-        row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
-        row["step"] = step
+        row, pnls_of[str(step)] = probe_checkpoint(model, tok, env, probe_briefs, seed_archive,
+                                                   step, cfg.max_new, files["probe"], out, log)
         rows.append(row)
-        pnls_of[str(step)] = pnls
-        save_policy(model, tok, out / "checkpoints" / name)
-        log(f"probe step {step:4d}: train CPCV {row['train_cpcv']:+.3f}  valid "
-            f"{row['n_valid']}/{row['n']}  families {row['families']}  "
-            f"({time.perf_counter() - t:.1f}s)")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # low-signal groups are logged, not warned

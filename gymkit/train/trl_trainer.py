@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .policy import deterministic, load_policy, save_policy
-from .rl import RLConfig, Thermostat, _dump, _print, repo_r
+from .policy import deterministic, load_policy
+from .rl import RLConfig, Thermostat, _dump, _print, probe_checkpoint, repo_r
 
 __all__ = ["hf_tokenizer", "prompt_text", "run_rl_trl", "trainer_class"]
 
@@ -204,18 +204,9 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
     pnls_of: dict[str, list[Any]] = {}
 
     def do_probe(step: int, policy: Any) -> None:
-        t = time.perf_counter()
-        answers = protocol.probe_answers(policy, tok, probe_briefs, str(step), cfg.max_new)
-        for a in answers:
-            files["probe"].write(_dump(a) + "\n")
-        row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
-        row["step"] = step
+        row, pnls_of[str(step)] = probe_checkpoint(policy, tok, env, probe_briefs, seed_archive,
+                                                   step, cfg.max_new, files["probe"], out, log)
         rows.append(row)
-        pnls_of[str(step)] = pnls
-        save_policy(policy, tok, out / "checkpoints" / f"step-{step:04d}")
-        log(f"probe step {step:4d}: train CPCV {row['train_cpcv']:+.3f}  valid "
-            f"{row['n_valid']}/{row['n']}  families {row['families']}  "
-            f"({time.perf_counter() - t:.1f}s)")
 
     clock = {"t": time.perf_counter()}
 

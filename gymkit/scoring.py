@@ -31,7 +31,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -80,6 +80,7 @@ __all__ = [
     "run_stress",
     "scalar_reward",
     "score_answers",
+    "share_group_duplicates",
     "stress_key",
     "world_score",
 ]
@@ -323,8 +324,8 @@ def score_answers(completions: Sequence[object], setup: ScoringSetup) -> list[An
     Answers with equal :func:`~gymkit.dsl.canonical_key` (bit-identical values by that key's
     contract, so bit-identical backtests) are checked once per group: later copies take the
     first copy's backtest, book-gate verdict and stress scores, and report zero time for
-    those phases.  A collapsed GRPO group (many samples of one formula) then costs one
-    backtest, not G.  Never raises on bad answers.
+    those phases (:func:`share_group_duplicates`).  A collapsed GRPO group (many samples of
+    one formula) then costs one backtest, not G.  Never raises on bad answers.
     """
     first_of: dict[str, AnswerState] = {}
     states: list[AnswerState] = []
@@ -334,8 +335,7 @@ def score_answers(completions: Sequence[object], setup: ScoringSetup) -> list[An
         key = canonical_key(st.expr) if st.error is None and st.expr is not None else None
         done = first_of.get(key) if key is not None else None
         if done is not None:
-            st.error, st.bt, st.stress = done.error, done.bt, done.stress
-            st.timings.update(evaluate=0.0, book=0.0, cpcv=0.0, factors=0.0, stress=0.0)
+            _take_results(st, done)
         else:
             run_oracle(st, setup)
             gate_book(st, setup)
@@ -345,6 +345,30 @@ def score_answers(completions: Sequence[object], setup: ScoringSetup) -> list[An
         st.timings["wall"] = time.perf_counter() - t0
         states.append(st)
     return states
+
+
+def _take_results(st: AnswerState, done: AnswerState) -> None:
+    st.error, st.bt, st.stress = done.error, done.bt, done.stress
+    st.timings.update(evaluate=0.0, book=0.0, cpcv=0.0, factors=0.0, stress=0.0)
+
+
+def share_group_duplicates(states: Sequence[AnswerState]) -> list[AnswerState]:
+    """The states of one group as :func:`score_answers` leaves them, from states scored one by
+    one (each a one-answer :func:`score_answers`, e.g. in worker processes): a later answer
+    whose text passed the text gate with the canonical key of an earlier one takes the
+    earlier one's results, as :func:`score_answers` gives it.  The inputs are not modified."""
+    first_of: dict[str, AnswerState] = {}
+    out: list[AnswerState] = []
+    for s in states:
+        st = replace(s, timings=dict(s.timings))
+        key = canonical_key(st.expr) if st.expr is not None else None  # None: failed the text gate
+        done = first_of.get(key) if key is not None else None
+        if done is not None:
+            _take_results(st, done)
+        elif key is not None:
+            first_of[key] = st
+        out.append(st)
+    return out
 
 
 def stress_drop(st: AnswerState) -> float:

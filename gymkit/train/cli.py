@@ -43,7 +43,14 @@ def configure(p: argparse.ArgumentParser) -> None:
         q.add_argument("--ci", action="store_true", help="the short CI configuration")
         q.add_argument("--device", default="cpu", help="torch device: cpu (default, byte-identical) "
                        "or cuda where a GPU exists")
+        if name == "sft":
+            q.add_argument("--layers", type=int, default=None, help="policy layers (default 3)")
+            q.add_argument("--width", type=int, default=None, help="policy width (default 96)")
+            q.add_argument("--heads", type=int, default=None, help="attention heads (default 4)")
+            q.add_argument("--pairs", type=int, default=None, help="warm-start pairs (default 6000)")
         if name == "rl":
+            q.add_argument("--workers", type=int, default=1, help="processes scoring the answers' "
+                           "archive-free layers (default 1; any number gives the same run)")
             q.add_argument("--probe-every", type=int, default=None)
             q.add_argument("--lr", type=float, default=None, help="RL learning rate (default 3e-4)")
             q.add_argument("--kl-beta", type=float, default=None, help="KL weight to the warm start "
@@ -79,8 +86,15 @@ def run(args: argparse.Namespace) -> int:
     sft_cfg, rl_cfg = ci_configs(args.env, args.seed) if args.ci else (
         SFTConfig(env_id=args.env, seed=args.seed), RLConfig(env_id=args.env, seed=args.seed))
     if args.train_cmd == "sft":
+        size = {k: getattr(args, k) for k in ("layers", "width", "heads") if getattr(args, k) is not None}
+        if any(v < 1 for v in size.values()) or (args.pairs is not None and args.pairs < 1):
+            raise ValueError("--layers, --width, --heads and --pairs must be positive")
+        if size.get("width", sft_cfg.policy.width) % size.get("heads", sft_cfg.policy.heads):
+            raise ValueError("--width must be a multiple of --heads")
         cfg = replace(sft_cfg, threads=args.threads, device=args.device,
-                      **({"steps": args.steps} if args.steps else {}))
+                      policy=replace(sft_cfg.policy, **size),
+                      **({"steps": args.steps} if args.steps else {}),
+                      **({"pairs": args.pairs} if args.pairs is not None else {}))
         run_sft(cfg, args.run)
         return 0
     if not (Path(args.run) / "sft" / "config.json").is_file():
@@ -98,8 +112,13 @@ def run(args: argparse.Namespace) -> int:
     if args.trainer == "trl":
         from .trl_trainer import run_rl_trl
 
+        if args.workers != 1:
+            raise ValueError("--workers applies to --trainer gymkit (TRL scores in its own loop)")
         run_rl_trl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
                    force_holdout=args.force_holdout)
         return 0
-    run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout)
+    if args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, not {args.workers}")
+    run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout,
+           workers=args.workers)
     return 0

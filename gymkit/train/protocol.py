@@ -46,7 +46,8 @@ def probe_answers(model: Any, tok: Any, briefs: Sequence[Any], checkpoint: str, 
 
 
 def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
-              seed_archive: Any = None) -> tuple[dict[str, Any], list[np.ndarray | None]]:
+              seed_archive: Any = None, pool: Any = None
+              ) -> tuple[dict[str, Any], list[np.ndarray | None]]:
     """(row, pnls): the train-window probe figures of one checkpoint (module doc).
 
     ``archive_corr`` is the card's novelty neighbour in the run's archive (the seed entries plus
@@ -54,13 +55,15 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
     :class:`~gymkit.verifiers.archive.NoveltyArchive`) each valid answer also gets
     ``seed_archive_corr`` / ``seed_archive_nearest``: its max |P&L corr| with the seed entries
     alone, which the read-out's ``archive_clone`` flag uses (a run's answers resemble its own
-    earlier commits by construction)."""
+    earlier commits by construction).  ``pool``: an :class:`~gymkit.answer_pool.AnswerStatePool`
+    computing the answers' archive-free layers (the same figures)."""
     from gymkit.probe import family_of
 
     text = {b.brief_id: b.text for b in briefs}
     answers, pnls = [], []
-    for r in rows:
-        c = env.score_group([r["completion"]], brief=text.get(r["brief_id"]))[0]
+    pre = (None if pool is None else pool.states([[r["completion"]] for r in rows])) or [None] * len(rows)
+    for r, states in zip(rows, pre, strict=True):
+        c = env.score_group([r["completion"]], brief=text.get(r["brief_id"]), states=states)[0]
         nov = c.metrics.get("novelty") or {}
         answers.append({
             "brief_id": r["brief_id"], "completion": r["completion"], "valid": c.valid,

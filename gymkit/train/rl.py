@@ -93,19 +93,20 @@ def _dump(x: Any) -> str:
 
 
 def probe_checkpoint(policy: Any, tok: Any, env: Any, probe_briefs: Any, seed_archive: Any,
-                     step: int, max_new: int, probe_file: Any, out: Path, log: Any
-                     ) -> tuple[dict[str, Any], list[Any]]:
+                     step: int, max_new: int, probe_file: Any, out: Path, log: Any,
+                     pool: Any = None) -> tuple[dict[str, Any], list[Any]]:
     """One probe of the protocol (module doc), shared by both trainers: ``policy``'s greedy
     answers at ``step`` written to ``probe_file``, scored on the train window
     (:func:`protocol.train_row`), the checkpoint saved as ``out/checkpoints/step-NNNN``; one log
-    line.  Returns (row with ``step``, the answers' train P&L)."""
+    line; ``pool``: an :class:`~gymkit.answer_pool.AnswerStatePool` for the scoring (same
+    figures).  Returns (row with ``step``, the answers' train P&L)."""
     from . import protocol
 
     t = time.perf_counter()
     answers = protocol.probe_answers(policy, tok, probe_briefs, str(step), max_new)
     for a in answers:
         probe_file.write(_dump(a) + "\n")
-    row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive)
+    row, pnls = protocol.train_row(env, answers, probe_briefs, seed_archive, pool=pool)
     row["step"] = step
     save_policy(policy, tok, out / "checkpoints" / f"step-{step:04d}")
     log(f"probe step {step:4d}: train CPCV {row['train_cpcv']:+.3f}  valid "
@@ -114,15 +115,23 @@ def probe_checkpoint(policy: Any, tok: Any, env: Any, probe_briefs: Any, seed_ar
     return row, pnls
 
 
-def make_env(cfg: RLConfig) -> Any:
-    """The environment of ``cfg`` with its advantage floor as configured."""
+def env_factory(cfg: RLConfig) -> Any:
+    """A picklable zero-argument builder of ``cfg``'s environment (its advantage floor as
+    configured): the loop's own environment and its scoring workers' are built by it."""
+    import functools
+
     import gymkit
 
     if cfg.no_floor:
-        return gymkit.make(cfg.env_id, advantages={})
+        return functools.partial(gymkit.make, cfg.env_id, advantages={})
     if cfg.floor is not None:
-        return gymkit.make(cfg.env_id, advantages={"floor": cfg.floor})
-    return gymkit.make(cfg.env_id)
+        return functools.partial(gymkit.make, cfg.env_id, advantages={"floor": cfg.floor})
+    return functools.partial(gymkit.make, cfg.env_id)
+
+
+def make_env(cfg: RLConfig) -> Any:
+    """The environment of ``cfg`` with its advantage floor as configured."""
+    return env_factory(cfg)()
 
 
 def repo_r(adv: torch.Tensor, logp: torch.Tensor, zeta: float) -> torch.Tensor:
@@ -165,8 +174,13 @@ class Thermostat:
 
 
 def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_holdout: bool = False,
-           log: Any = None) -> dict[str, Any]:
-    """Run RL from ``run_dir/sft`` into ``run_dir/rl``; returns the table (also ``table.json``)."""
+           log: Any = None, workers: int = 1) -> dict[str, Any]:
+    """Run RL from ``run_dir/sft`` into ``run_dir/rl``; returns the table (also ``table.json``).
+
+    ``workers``: processes scoring the answers' archive-free layers
+    (:class:`~gymkit.answer_pool.AnswerStatePool`); every file but ``timings.jsonl`` is the
+    same for any number."""
+    from gymkit.answer_pool import AnswerStatePool
     from gymkit.briefs import generate_briefs, split_briefs
     from gymkit.probe import family_of
 
@@ -189,6 +203,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     rng = np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     env = make_env(cfg)
+    pool = AnswerStatePool(env_factory(cfg), workers, expect_fingerprint=env.fingerprint)
     seed_archive = NoveltyArchive.restore(env.archive.snapshot())  # the read-out's reference
     train_briefs = split_briefs(generate_briefs(), "train")
     probe_briefs = protocol.probe_set()[:cfg.probe_size]
@@ -200,10 +215,10 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
 
     def do_probe(step: int) -> None:
         row, pnls_of[str(step)] = probe_checkpoint(model, tok, env, probe_briefs, seed_archive,
-                                                   step, cfg.max_new, files["probe"], out, log)
+                                                   step, cfg.max_new, files["probe"], out, log, pool)
         rows.append(row)
 
-    with warnings.catch_warnings():
+    with pool, warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # low-signal groups are logged, not warned
         do_probe(0)
         for step in range(1, cfg.steps + 1):
@@ -220,9 +235,10 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
             times["sample"] = time.perf_counter() - t
             t = time.perf_counter()
             scored = []
-            for b, _prompt, ids in groups:
-                comps = [tok.decode(a) for a in ids]
-                cards = env.score_group(comps, brief=b.text)
+            decoded = [[tok.decode(a) for a in ids] for _, _, ids in groups]
+            pre = pool.states(decoded) or [None] * len(groups)
+            for (b, _prompt, _ids), comps, states in zip(groups, decoded, pre, strict=True):
+                cards = env.score_group(comps, brief=b.text, states=states)
                 adv, info = env.group_advantages(cards)
                 scored.append((cards, adv, info))
                 for c, a, comp in zip(cards, adv, comps, strict=True):

@@ -2,7 +2,8 @@
 
 Proves: no invalid answer ever gets a positive advantage (every rollout of every step), the
 log, table and report are written with the seed-shaped columns, and a repeat with the same
-seed is byte-identical (warm-start weights, and the first RL steps' log and rollouts).
+seed is byte-identical (warm-start weights, and the first RL steps' log and rollouts), also
+when the repeat scores its answers in two worker processes (``workers=2``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     run_rl(rl, a, ledger=a / "ledger.sqlite", log=quiet)
     write_report(a)
     run_sft(sft, b, log=quiet)
-    run_rl(replace(rl, steps=PREFIX), b, ledger=b / "ledger.sqlite", log=quiet)
+    run_rl(replace(rl, steps=PREFIX), b, ledger=b / "ledger.sqlite", log=quiet, workers=2)
     return a, b
 
 
@@ -94,7 +95,7 @@ def test_table_and_report_are_written_with_the_seed_columns(runs: tuple[Path, Pa
         assert (a / "rl" / "checkpoints" / f"step-{step}" / "model.safetensors").is_file()
 
 
-def test_the_same_seed_gives_byte_identical_runs(runs: tuple[Path, Path]) -> None:
+def test_the_same_seed_gives_byte_identical_runs_with_any_number_of_scoring_workers(runs: tuple[Path, Path]) -> None:
     a, b = runs
     for name in ("model.safetensors", "log.jsonl", "summary.json"):
         if name == "summary.json":

@@ -1,0 +1,109 @@
+"""The training loop's scoring workers (gymkit.answer_pool) give the serial loop's cards.
+
+The archive-free layers of each answer run in spawned workers; novelty, channels and reward
+run in the caller, group by group, with commits in between.  The cards must be the serial
+ones byte for byte (JSON without timings, and the P&L), including the group's duplicate
+sharing: the same text twice, two texts of one canonical form, and invalid answers of each
+layer (text gate, book gate).  The one-process property runs without workers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gymkit
+from gymkit.answer_pool import AnswerStatePool
+from gymkit.briefs import generate_briefs
+from gymkit.scoring import score_answers, share_group_duplicates
+
+TEXTS = [
+    "<alpha>rank(-returns)</alpha>",
+    "<alpha>-rank(returns)</alpha>",             # another text, the same canonical form
+    "<alpha>rank(-ts_sum(returns, 5))</alpha>",
+    "<think>reversal</think><alpha>rank(-ts_sum(returns, 5))</alpha>",
+    "<alpha>close - close</alpha>",              # parses, refused by the book gate
+    "<alpha>ts_mean(close, 250)</alpha>",        # a slow book (turnover floor)
+    "<alpha>rank(</alpha>",                      # refused by the text gate
+    "no tag at all",
+    "<alpha>ts_corr(rank(open), rank(volume), 10)</alpha>",
+]
+
+
+@pytest.fixture(scope="module")
+def env() -> gymkit.Environment:
+    return gymkit.make("us46-default")
+
+
+def _same(a: list, b: list) -> None:
+    assert [c.to_json() for c in a] == [c.to_json() for c in b]
+    for x, y in zip(a, b, strict=True):
+        assert (x.pnl is None) == (y.pnl is None)
+        if x.pnl is not None:
+            assert np.array_equal(x.pnl, y.pnl)
+
+
+def test_cards_from_the_workers_equal_the_serial_cards_with_commits_between_groups(env) -> None:
+    briefs = [b.text for b in generate_briefs()[:3]]
+    groups = [TEXTS, [TEXTS[0], TEXTS[0], TEXTS[2], TEXTS[6]], list(reversed(TEXTS))]
+    snap = env.archive_snapshot()
+    serial = []
+    for g, b in zip(groups, briefs, strict=True):
+        cards = env.score_group(g, brief=b)
+        serial.append(cards)
+        env.commit([c for c in cards if c.valid])
+    env.archive_restore(snap)
+    with AnswerStatePool(functools.partial(gymkit.make, "us46-default"), 2,
+                         expect_fingerprint=env.fingerprint) as pool:
+        pre = pool.states(groups)
+    assert pre is not None
+    pooled = []
+    for g, b, states in zip(groups, briefs, pre, strict=True):
+        cards = env.score_group(g, brief=b, states=states)
+        pooled.append(cards)
+        env.commit([c for c in cards if c.valid])
+    env.archive_restore(snap)
+    for a, b in zip(serial, pooled, strict=True):
+        _same(a, b)
+    # the commits mattered: the third group's novelty saw the first two groups' answers
+    assert serial[2][-1].metrics["novelty"] != env.score_group(groups[2], brief=briefs[2])[-1].metrics["novelty"]
+
+
+def test_a_worker_of_another_environment_is_refused(env) -> None:
+    with pytest.raises(ValueError, match="other environments"):
+        AnswerStatePool(functools.partial(gymkit.make, "us46-harsh"), 2,
+                        expect_fingerprint=env.fingerprint)
+
+
+def test_states_must_be_the_completions_own(env) -> None:
+    states = score_answers(TEXTS[:2], env.setup)
+    with pytest.raises(ValueError, match="states"):
+        env.score_group(TEXTS[1:3], states=states)
+
+
+def test_one_worker_spawns_nothing() -> None:
+    pool = AnswerStatePool(lambda: None, 1)
+    assert pool.states([TEXTS]) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(TEXTS), min_size=1, max_size=10))
+def test_one_by_one_states_shared_as_a_group_equal_the_group_states(env, group) -> None:
+    one_by_one = [score_answers([c], env.setup)[0] for c in group]
+    shared = share_group_duplicates(one_by_one)
+    direct = score_answers(group, env.setup)
+    for s, d in zip(shared, direct, strict=True):
+        assert s.completion == d.completion and s.canonical == d.canonical
+        assert (s.error is None) == (d.error is None)
+        assert s.error == d.error
+        assert (s.bt is None) == (d.bt is None) and s.stress == d.stress
+        if s.bt is not None:
+            assert np.array_equal(s.bt.net, d.bt.net) and s.bt.cpcv.score == d.bt.cpcv.score
+        zero = {k for k, v in d.timings.items() if k in ("evaluate", "book", "stress") and v == 0.0}
+        assert zero <= {k for k, v in s.timings.items() if v == 0.0}
+    assert [c.to_json() for c in env.score_group(group, states=shared)] == \
+        [c.to_json() for c in env.score_group(group)]

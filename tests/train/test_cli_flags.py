@@ -1,0 +1,46 @@
+"""`gymkit train` flags as a user types them: policy size, pairs and scoring workers.
+
+A larger warm start is built with the size asked for (the saved config says so); bad sizes
+and a worker count the TRL trainer cannot use are one-line errors (exit 1) before any work.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gymkit.cli import main
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--layers", "0"], "must be positive"),
+    (["--width", "100", "--heads", "8"], "multiple of --heads"),
+    (["--pairs", "0"], "must be positive"),
+])
+def test_bad_policy_sizes_are_one_line_errors(tmp_path: Path, capsys, argv, message) -> None:
+    assert main(["train", "sft", "--run", str(tmp_path), *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not (tmp_path / "sft").exists()
+
+
+def test_workers_are_refused_for_the_trl_trainer_and_below_one(tmp_path: Path, capsys) -> None:
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "config.json").write_text("{}")
+    assert main(["train", "rl", "--run", str(tmp_path), "--trainer", "trl", "--workers", "2"]) == 1
+    assert "--workers applies to --trainer gymkit" in capsys.readouterr().err
+    assert main(["train", "rl", "--run", str(tmp_path), "--workers", "0"]) == 1
+    assert "--workers must be >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "rl").exists()
+
+
+def test_a_larger_policy_is_built_as_asked(tmp_path: Path) -> None:
+    assert main(["train", "sft", "--run", str(tmp_path), "--ci", "--steps", "2", "--pairs", "64",
+                 "--layers", "3", "--width", "128", "--heads", "8"]) == 0
+    pol = json.loads((tmp_path / "sft" / "policy.json").read_text())
+    assert (pol["layers"], pol["width"], pol["heads"]) == (3, 128, 8)
+    hf = json.loads((tmp_path / "sft" / "config.json").read_text())  # the transformers config
+    assert (hf["num_hidden_layers"], hf["hidden_size"], hf["num_attention_heads"]) == (3, 128, 8)
+    assert json.loads((tmp_path / "sft" / "summary.json").read_text())["n_pairs"] <= 64

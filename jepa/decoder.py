@@ -21,7 +21,8 @@ cents and shares, see :func:`to_market_arrays`).
 
 A market with missing cells (:mod:`.features`): the pool's shocks of a day a stock was not
 observed are that stock's own shocks of its observed days, taken in order (so a 63-day block
-keeps the stock's volatility clustering); a tile where a stock is not present takes the
+keeps the stock's volatility clustering), and so are the shocks of a flat tile (a stock whose
+returns in it are all 0: σ = 0, its shocks 0 / 0; any panel); a tile where a stock is not present takes the
 stock's mean parameters over its present tiles (or, for a stock present in none, the tile's
 mean over the present stocks); a world is synthesised for the whole universe and then gets the
 train panel's own missingness back: every session cell without a complete bar in the train
@@ -42,6 +43,7 @@ from gymkit.data.panel import Panel
 from .features import (
     FeatureScales,
     MarketArraysF,
+    moving_days,
     observed_days,
     window_params,
     window_present,
@@ -92,7 +94,7 @@ class ResidualPool:
         tile = day_tile(d, starts, window)
         pos = np.arange(d) - starts[tile]
         out = {k: v[tile, pos] for k, v in res.items()}
-        if m.observed is not None:
+        if m.observed is not None or not np.isfinite(out["u"]).all():  # missing cells or a flat tile
             _fill_missing_shocks(out)
         return cls(**out)
 
@@ -149,7 +151,7 @@ def tile_params(m: MarketArraysF, window: int, s: FeatureScales) -> tuple[np.nda
     d = m.log_close.shape[0] - 1
     starts = tile_starts(d, window)
     p = window_params(m, starts, window, s)
-    present = window_present(observed_days(m), starts, window)
+    present = window_present(observed_days(m), starts, window, moving_days(m, window))
     if present is None:
         return p, None
     present = present & np.isfinite(p).all(axis=-1)

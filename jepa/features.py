@@ -8,8 +8,13 @@ is flagged exactly like a masked cell (:func:`gymkit.jepa.model.apply_mask`), so
 reads a missing cell as a masked one; a stock is *present* in a window when at least
 :data:`PRESENT_MIN` of the window's return days are observed (:func:`window_present`), and
 only present (window, stock) pairs enter the losses, the decoder fit and the shift
-directions.  On a complete panel every function below runs the same arithmetic as before
-(``MarketArraysF.observed is None``), so the shipped checkpoint and worlds are unchanged.
+directions.  A stock-window whose observed returns are all 0 (a halted stock, or a vendor's
+forward-filled constant price, with σ = 0) is not present either (:func:`moving_days`): its
+log σ would be log 0 and its shocks 0 / 0, so it is masked like a window of missing cells
+(and :func:`window_params` gives NaN, not −inf, for any σ = 0).  On a complete panel without
+such a window every function below runs the same arithmetic as before
+(``MarketArraysF.observed is None``, :func:`moving_days` ``None``), so the shipped checkpoint
+and worlds are unchanged.
 
 Per stock-day features (:data:`FEATURE_NAMES`), each divided by a scale fixed on the train
 panel (:class:`FeatureScales`, stored in the checkpoint) so every feature has unit spread:
@@ -46,6 +51,7 @@ __all__ = [
     "MarketArraysF",
     "day_features",
     "market_arrays",
+    "moving_days",
     "observed_days",
     "window_batch",
     "window_params",
@@ -106,15 +112,40 @@ def observed_days(m: MarketArraysF) -> np.ndarray | None:
     return m.observed[1:] & m.observed[:-1]
 
 
-def window_present(ok_days: np.ndarray | None, starts: np.ndarray, length: int) -> np.ndarray | None:
-    """(K, N) bool: the stock is present (≥ :data:`PRESENT_MIN` of the days observed) in the
-    window of return days ``starts[k] … starts[k] + length − 1``; ``None`` when ``ok_days`` is."""
-    if ok_days is None:
-        return None
-    cs = np.vstack([np.zeros((1, ok_days.shape[1]), dtype=np.int64),
-                    np.cumsum(ok_days, axis=0, dtype=np.int64)])
+def _window_counts(days: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """(K, N) number of True days of ``days`` (D, N) in each window at ``starts``."""
+    cs = np.vstack([np.zeros((1, days.shape[1]), dtype=np.int64),
+                    np.cumsum(days, axis=0, dtype=np.int64)])
     s = np.asarray(starts, dtype=np.int64)
-    return (cs[s + length] - cs[s]) >= PRESENT_MIN * length
+    return cs[s + length] - cs[s]
+
+
+def moving_days(m: MarketArraysF, length: int) -> np.ndarray | None:
+    """(T − 1, N) bool observed return days with a non-zero return, or ``None`` when every
+    ``length``-day window of every stock has one (no window is flat: always so on the default
+    market).  A window without one has σ = 0 (module doc) and is not present."""
+    r = np.diff(m.log_close, axis=0)
+    ok = observed_days(m)
+    with np.errstate(invalid="ignore"):
+        moving = (r != 0) if ok is None else ok & (r != 0)
+    if moving.shape[0] < length:
+        return moving
+    starts = np.arange(moving.shape[0] - length + 1)
+    return moving if (_window_counts(moving, starts, length) == 0).any() else None
+
+
+def window_present(ok_days: np.ndarray | None, starts: np.ndarray, length: int,
+                   moving: np.ndarray | None = None) -> np.ndarray | None:
+    """(K, N) bool: the stock is present (≥ :data:`PRESENT_MIN` of the days observed, and with
+    ``moving`` (:func:`moving_days`) at least one non-zero return) in the window of return
+    days ``starts[k] … starts[k] + length − 1``; ``None`` when ``ok_days`` and ``moving`` are."""
+    if ok_days is None and moving is None:
+        return None
+    present = (np.ones((np.asarray(starts).size, moving.shape[1]), dtype=bool) if ok_days is None
+               else _window_counts(ok_days, starts, length) >= PRESENT_MIN * length)
+    if moving is not None:
+        present &= _window_counts(moving, starts, length) > 0
+    return present
 
 
 @dataclass(frozen=True)
@@ -248,7 +279,8 @@ def window_params(m: MarketArraysF, starts: np.ndarray, length: int, s: FeatureS
     Window k covers return days ``starts[k] … starts[k] + length − 1`` (day d = close d → d + 1),
     the same days :func:`window_batch` reads.  ``mu`` is in units of ``s.ret``, ``vol_level``
     in units of ``s.volume_scale``; vols are natural logs of daily figures.  With missing
-    cells the figures use the observed days only (NaN for a stock with fewer than 2).
+    cells the figures use the observed days only (NaN for a stock with fewer than 2); ``log_sigma``
+    is NaN where σ = 0 (a flat window), never −inf.
     """
     r_all = np.diff(m.log_close, axis=0)
     idx = np.asarray(starts)[:, None] + np.arange(length)[None, :]
@@ -266,7 +298,8 @@ def window_params(m: MarketArraysF, starts: np.ndarray, length: int, s: FeatureS
     out = np.empty((k, n, len(PARAM_NAMES)))
     out[..., 0] = mu / s.ret
     out[..., 1] = beta
-    out[..., 2] = np.log(sig)
+    with np.errstate(invalid="ignore"):  # σ = 0 (a flat window, module doc): NaN like a missing one
+        out[..., 2] = np.log(np.where(sig > 0, sig, np.nan))
     out[..., 3] = np.log(sig_m)[:, None]
     out[..., 4] = lv
     return out
@@ -277,7 +310,8 @@ def window_residuals(m: MarketArraysF, starts: np.ndarray, length: int) -> dict[
 
     Keys: ``u_m`` (K, W), ``u`` (idiosyncratic), ``on`` (overnight gap / total vol),
     ``up``/``down`` (upper / lower wick / total vol, ≥ 0) and ``ab_vol`` (log volume minus
-    the window's mean log volume).  With missing cells: NaN where a day is not observed.
+    the window's mean log volume).  With missing cells: NaN where a day is not observed; a flat
+    window's shocks (σ = 0) are not finite (the pool fills them: :mod:`.decoder`).
     """
     r_all = np.diff(m.log_close, axis=0)
     idx = np.asarray(starts)[:, None] + np.arange(length)[None, :]
@@ -291,14 +325,15 @@ def window_residuals(m: MarketArraysF, starts: np.ndarray, length: int) -> dict[
     ll = m.log_low[1:][idx]
     prev_c = m.log_close[:-1][idx]
     lv = m.log_volume[1:][idx]
-    return {
-        "u_m": dm / sig_m[:, None],
-        "u": e / sig[:, None, :],
-        "on": (lo - prev_c) / tot,
-        "up": np.maximum(hi - np.maximum(lo, lc), 0.0) / tot,
-        "down": np.maximum(np.minimum(lo, lc) - ll, 0.0) / tot,
-        "ab_vol": lv - lv.mean(axis=1, keepdims=True),
-    }
+    with np.errstate(invalid="ignore", divide="ignore"):  # a flat window (σ = 0): not finite
+        return {
+            "u_m": dm / sig_m[:, None],
+            "u": e / sig[:, None, :],
+            "on": (lo - prev_c) / tot,
+            "up": np.maximum(hi - np.maximum(lo, lc), 0.0) / tot,
+            "down": np.maximum(np.minimum(lo, lc) - ll, 0.0) / tot,
+            "ab_vol": lv - lv.mean(axis=1, keepdims=True),
+        }
 
 
 def _masked_residuals(m: MarketArraysF, idx: np.ndarray, r: np.ndarray,

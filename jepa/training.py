@@ -13,8 +13,9 @@ Markets with missing cells (:mod:`.features`): a cell that is not observed enter
 as a masked cell (features 0, mask flag 1, in every window: context, next and full), and the
 losses, the predictor-vs-persistence figures and the decoder fit count only the stocks present
 in the windows involved; geometry targets are computed on the stocks observed on every day of
-both windows of a pair.  On a complete panel nothing of this runs (``TrainingData.missing is
-None``).
+both windows of a pair.  A flat stock-window (all its observed returns 0: σ = 0) is absent the
+same way (``TrainingData.moving``).  On a complete panel without a flat window nothing of
+this runs (``TrainingData.missing`` and ``.moving`` are ``None``).
 
 Determinism: one ``numpy.random.Generator(PCG64(seed))`` draws the batch order and the masks;
 ``torch.manual_seed(seed)`` the initial weights; ``torch.use_deterministic_algorithms(True)``
@@ -40,6 +41,7 @@ from .features import (
     MarketArraysF,
     day_features,
     market_arrays,
+    moving_days,
     observed_days,
     window_batch,
     window_params,
@@ -67,6 +69,14 @@ class TrainingData:
     geom_mean: np.ndarray
     geom_std: np.ndarray
     missing: np.ndarray | None = None  # (D, N) bool return days not observed; None: complete
+    #: (D, N) bool observed days with a non-zero return (:func:`~gymkit.jepa.features.moving_days`);
+    #: None when no window of the config's length is flat
+    moving: np.ndarray | None = None
+
+    @property
+    def has_absent(self) -> bool:
+        """Whether some (window, stock) can be absent (missing cells or a flat window)."""
+        return self.missing is not None or self.moving is not None
 
     @property
     def n_days(self) -> int:
@@ -107,7 +117,7 @@ def prepare(panel: Panel, c: JEPAConfig) -> TrainingData:
         geom[used] = _masked_pair_geometry(r, ok, used, w)
     gm, gs = geom[fit_starts].mean(axis=0), geom[fit_starts].std(axis=0)
     return TrainingData(panel, m, scales, feats, fit_starts, val_starts, sel_starts, (geom - gm) / gs,
-                        gm, gs, None if ok is None else ~ok)
+                        gm, gs, None if ok is None else ~ok, moving_days(m, w))
 
 
 def _complete_columns(ok: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
@@ -136,8 +146,11 @@ def _masked_pair_geometry(r: np.ndarray, ok: np.ndarray, starts: np.ndarray, w: 
 
 def present_of(data: TrainingData, starts: np.ndarray, w: int) -> np.ndarray | None:
     """(K, N) bool presence of each stock in the ``w``-day windows at ``starts``
-    (:func:`gymkit.jepa.features.window_present`); ``None`` on a complete panel."""
-    return None if data.missing is None else window_present(~data.missing, starts, w)
+    (:func:`gymkit.jepa.features.window_present`); ``None`` on a complete panel without a flat
+    window."""
+    if not data.has_absent:
+        return None
+    return window_present(None if data.missing is None else ~data.missing, starts, w, data.moving)
 
 
 def _present_t(data: TrainingData, starts: np.ndarray, w: int, device: str) -> torch.Tensor | None:
@@ -201,7 +214,7 @@ def train_jepa(data: TrainingData, c: JEPAConfig, *, threads: int = 1, device: s
                       if c.self_weight > 0 or c.predictor_input == "frozen" else None)
             geom = torch.from_numpy(data.geom[s].astype(np.float32)).to(device)
             present = None
-            if data.missing is not None:
+            if data.has_absent:
                 present = (_present_t(data, s, c.window, device),
                            _present_t(data, s + c.window, c.window, device))
             loss, parts = jepa_loss(model, x_ctx, x_next, geom, x_full, present)
@@ -260,7 +273,7 @@ def prediction_losses(model: JEPA, data: TrainingData, starts: np.ndarray, *,
             pred_sum += float((F.smooth_l1_loss(pred, tgt, reduction="none") * both).sum())
             pers_sum += float((F.smooth_l1_loss(cur, tgt, reduction="none") * both).sum())
             n += int(both.sum()) * c.latent
-    if data.missing is None:
+    if not data.has_absent:
         n = starts.size * data.feats.shape[1] * c.latent
     model.train()
     return pred_sum / n, pers_sum / n

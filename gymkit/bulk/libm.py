@@ -147,16 +147,21 @@ def _host_kernel(name: str):
     return KERNELS[name]
 
 
-def _fill_from_host(out: Tensor, hard: Tensor, name: str, *args: Tensor) -> Tensor:
-    """out with the ``hard`` entries replaced by the CPU scorer's kernel ``name`` of ``args``."""
-    n_hard = int(hard.sum())
+def _fill_from_host(out: Tensor, hard: Tensor, name: str, *args: Tensor, cells: Tensor | None = None) -> Tensor:
+    """out with the ``hard`` entries replaced by the CPU scorer's kernel ``name`` of ``args``:
+    only those entries travel (one ``nonzero``, the device's one wait per call; a gather of
+    each argument, broadcast views included, and a scatter into ``out``, which the caller
+    hands over).  ``cells``: the caller's count of computed values, read after that wait."""
+    where = torch.nonzero(hard, as_tuple=True)
+    n_hard = int(where[0].numel()) if where else 0
     stats["host"] += n_hard
+    if cells is not None:
+        stats["cells"] += int(cells)
     if n_hard == 0:
         return out
-    picked = [np.ascontiguousarray(a[hard].cpu().numpy()) for a in args]
+    picked = [np.ascontiguousarray(a[where].cpu().numpy()) for a in args]
     vals = np.asarray(_host_kernel(name)(*picked), dtype=np.float64)
-    out = out.clone()
-    out[hard] = torch.as_tensor(vals, device=out.device)
+    out[where] = torch.as_tensor(vals, device=out.device)
     return out
 
 
@@ -187,9 +192,8 @@ def _log_dd(a: Tensor) -> Tensor:
     hard = ok & ((x < 2.2250738585072014e-308) | (0.5 - frac < LOG_MARGIN)
                  | ((torch.abs(mant) == 0.5) & (lo != 0.0)))
     hard = hard & (hi != 0.0)  # log 1 = 0 exactly
-    stats["cells"] += int(ok.sum())
     out = torch.where(ok, hi, math.nan)
-    return _fill_from_host(out, hard, "log", a)
+    return _fill_from_host(out, hard, "log", a, cells=ok.sum())
 
 
 def pow_exact(a: Tensor, b: Tensor, signed: bool = False) -> Tensor:
@@ -246,5 +250,4 @@ def _pow_dd(a: Tensor, b: Tensor, name: str) -> Tensor:
         out = torch.where((a < 0.0) & odd, -mag, mag)
         out = torch.where(x == 0.0, torch.pow(a, ys), out)
     out = torch.where(bad, math.nan, out)
-    stats["cells"] += int((~bad).sum())
-    return _fill_from_host(out, hard, name, a, b)
+    return _fill_from_host(out, hard, name, a, b, cells=(~bad).sum())

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from gymkit.bulk import libm, rowsum
+from gymkit.bulk import libm, rowsum, scans
 
 Tensor = torch.Tensor
 _NAN = math.nan
@@ -252,25 +252,34 @@ def scale(x: Tensor) -> Tensor:
 
 def group_neutralize(x: Tensor, codes: Tensor) -> Tensor:
     """Per row: x minus its group's mean of finite values (Neumaier-compensated sums in
-    stock order, as the CPU kernel); code -1 -> NaN."""
+    stock order, as the CPU kernel); code -1 -> NaN.  The groups' chains are independent,
+    so where :mod:`gymkit.bulk.rowsum` has a one-kernel chain (CUDA) each group's sum is one
+    masked chain over all stocks; else one vectorised step per stock for all groups."""
     codes_l = [int(g) for g in codes.tolist()]
     n_groups = max(codes_l, default=-1) + 1
     valid = _fin(x) & (codes >= 0)
     if n_groups == 0:
         return _nan_like(x)
-    lead = x.shape[:-1]
-    sums = [torch.zeros(lead, dtype=x.dtype, device=x.device) for _ in range(n_groups)]
-    comp = [torch.zeros_like(sums[0]) for _ in range(n_groups)]
-    counts = torch.zeros((*lead, n_groups), dtype=x.dtype, device=x.device)
     xv = torch.where(valid, x, 0.0)
+    if rowsum.one_kernel(x.device):
+        total = torch.stack([rowsum.neumaier_sum(xv, valid & (codes == g)) for g in range(n_groups)], dim=-1)
+    else:
+        total = _group_sums_by_stock(xv, valid, codes_l, n_groups)
+    onehot = torch.nn.functional.one_hot(torch.clamp(codes, min=0), n_groups).to(torch.float64)
+    counts = valid.to(torch.float64) @ (onehot * (codes >= 0).to(torch.float64)[:, None])
+    mean = (total / torch.clamp(counts, min=1.0))[..., torch.clamp(codes, min=0)]
+    return torch.where(valid, clean(x - mean), _NAN)
+
+
+def _group_sums_by_stock(xv: Tensor, valid: Tensor, codes_l: list[int], n_groups: int) -> Tensor:
+    """(..., G) Neumaier sums s + c of each group, one step per stock in stock order."""
+    lead = xv.shape[:-1]
+    sums = [torch.zeros(lead, dtype=xv.dtype, device=xv.device) for _ in range(n_groups)]
+    comp = [torch.zeros_like(sums[0]) for _ in range(n_groups)]
     for j, g in enumerate(codes_l):
         if g >= 0:
             sums[g], comp[g] = _neumaier(sums[g], comp[g], xv[..., j], valid[..., j])
-    onehot = torch.nn.functional.one_hot(torch.clamp(codes, min=0), n_groups).to(torch.float64)
-    counts = valid.to(torch.float64) @ (onehot * (codes >= 0).to(torch.float64)[:, None])
-    total = torch.stack([s + c for s, c in zip(sums, comp, strict=True)], dim=-1)
-    mean = (total / torch.clamp(counts, min=1.0))[..., torch.clamp(codes, min=0)]
-    return torch.where(valid, clean(x - mean), _NAN)
+    return torch.stack([s + c for s, c in zip(sums, comp, strict=True)], dim=-1)
 
 
 # ============================================================== time series (axis -2)
@@ -319,23 +328,7 @@ class _Blocks:
         """Σ (or Π) of a term over each window, as the Numba block engines: suffix of the
         previous block (right to left, seeded by suf[d] = 0.0, or 1.0 and the last term
         alone for products) plus prefix of the current block (left to right)."""
-        d = self.d
-        pre = torch.empty_like(cur_term)
-        pre[:, :, 0] = cur_term[:, :, 0]
-        for i in range(1, d):
-            pre[:, :, i] = pre[:, :, i - 1] * cur_term[:, :, i] if product else pre[:, :, i - 1] + cur_term[:, :, i]
-        suf = torch.empty_like(prev_term)  # suf[:, :, r] for r = 1..d-1; r = d is the seed
-        seed = 1.0 if product else 0.0
-        if d > 1:
-            suf[:, :, d - 1] = prev_term[:, :, d - 1] if product else prev_term[:, :, d - 1] + 0.0
-            for r in range(d - 2, 0, -1):
-                suf[:, :, r] = prev_term[:, :, r] * suf[:, :, r + 1] if product else prev_term[:, :, r] + suf[:, :, r + 1]
-        out = torch.empty_like(pre)
-        if d > 1:
-            s = suf[:, :, 1:d]
-            out[:, :, : d - 1] = s * pre[:, :, : d - 1] if product else s + pre[:, :, : d - 1]
-        out[:, :, d - 1] = seed * pre[:, :, d - 1] if product else seed + pre[:, :, d - 1]
-        return out
+        return scans.window_sums(cur_term, prev_term, product)
 
     def unblock(self, v: Tensor) -> Tensor:
         b, t, n = self.shape
@@ -522,28 +515,42 @@ def ts_product(x: Tensor, d: int) -> Tensor:
     return _first_rows_nan(clean(v).clone(), d)
 
 
-def _lagged(x: Tensor, lag: int) -> Tensor:
-    if lag == 0:
-        return x
-    out = _nan_like(x)
-    if lag < x.shape[-2]:
-        out[..., lag:, :] = x[..., :-lag, :]
-    return out
-
-
 def _extreme(x: Tensor, d: int, sgn: float, want_arg: bool) -> Tensor:
-    """Window max (sgn 1) / min (sgn -1), or sessions since it; ties -> the earliest."""
+    """Window max (sgn 1) / min (sgn -1), or sessions since it; ties -> the earliest.
+
+    The Numba kernel's answer is an element of the window (the earliest of those equal to
+    the extreme), so any exact method gives its bits: here a doubling table, ceil(log2 d)
+    steps of (B, T, N) compares.  ``v[t]``/``at[t]`` hold the extreme of y[t-L+1..t] and
+    the session it sits on; two halves combine preferring the older on ties (``>=``)."""
     y = sgn * x
-    best = _lagged(y, d - 1)
-    arg = torch.full_like(x, float(d - 1))
-    for lag in range(d - 2, -1, -1):  # oldest to newest; only a strict improvement replaces
-        v = _lagged(y, lag)
-        take = v > best
-        best = torch.where(take, v, best)
-        if want_arg:
-            arg = torch.where(take, float(lag), arg)
-    out = arg if want_arg else sgn * best
+    t_len = x.shape[-2]
+    v = y
+    at = torch.arange(t_len, dtype=torch.float64, device=x.device).view(1, t_len, 1).expand_as(x)
+    span = 1
+    while 2 * span <= d:
+        v, at = _halves(v, at, span, want_arg)
+        span *= 2
+    if span < d:  # [t-d+1, t-d+span] (older) and [t-span+1, t] (newer) cover the window
+        v, at = _halves(v, at, d - span, want_arg)
+    out = (torch.arange(t_len, dtype=torch.float64, device=x.device).view(1, t_len, 1) - at) \
+        if want_arg else sgn * v
     return torch.where(_window_ok(x, d), out, _NAN)
+
+
+def _halves(v: Tensor, at: Tensor, lag: int, want_arg: bool) -> tuple[Tensor, Tensor]:
+    """Combine each row t with row t-lag (the older half): the older wins ties; rows
+    t < lag keep their own (they only feed windows that are masked)."""
+    if lag >= v.shape[-2]:
+        return v, at
+    old, new = v[..., :-lag, :], v[..., lag:, :]
+    take = old >= new
+    v2 = v.clone()
+    v2[..., lag:, :] = torch.where(take, old, new)
+    if not want_arg:
+        return v2, at
+    at2 = at.clone()
+    at2[..., lag:, :] = torch.where(take, at[..., :-lag, :], at[..., lag:, :])
+    return v2, at2
 
 
 def ts_max(x: Tensor, d: int) -> Tensor:
@@ -566,33 +573,43 @@ def ts_argmin(x: Tensor, d: int) -> Tensor:
     return _extreme(x, d, -1.0, True)
 
 
+WINDOW_CELLS = 1 << 26
+"""Window cells (B·rows·N·d) per piece of ts_rank / ts_median (bounds their temporaries)."""
+
+
+def _row_chunks(x: Tensor, d: int):
+    """(r0, r1, win): rows r0..r1-1 (r0 >= d-1) with their windows ``win`` (B, r1-r0, N, d),
+    win[..., j] = x[t-d+1+j] (a strided view, no copy); pieces of <= WINDOW_CELLS cells."""
+    b, t_len, n = x.shape
+    rows = max(1, WINDOW_CELLS // max(1, b * n * d))
+    for r0 in range(d - 1, t_len, rows):
+        r1 = min(t_len, r0 + rows)
+        yield r0, r1, x[:, r0 - d + 1:r1].unfold(1, d, 1)
+
+
 def ts_rank(x: Tensor, d: int) -> Tensor:
-    """(#others below today + 0.5·#others equal) / (d - 1); d = 1 -> 0.5."""
+    """(#others below today + 0.5·#others equal) / (d - 1); d = 1 -> 0.5.  The counts are
+    exact integers (Numba adds 0/1 per lag), so counting over the unfolded window is exact."""
     if d == 1:
         v = torch.full_like(x, 0.5)
     else:
-        below = torch.zeros_like(x)
-        equal = torch.zeros_like(x)
-        for lag in range(d - 1, 0, -1):
-            p = _lagged(x, lag)
-            below += (p < x).to(torch.float64)
-            equal += (p == x).to(torch.float64)
-        v = _cdiv(below + 0.5 * equal, d - 1.0)
+        v = _nan_like(x)
+        for r0, r1, win in _row_chunks(x, d):
+            others, today = win[..., : d - 1], x[:, r0:r1, :, None]
+            below = (others < today).sum(dim=-1).to(torch.float64)
+            equal = (others == today).sum(dim=-1).to(torch.float64)
+            v[:, r0:r1] = _cdiv(below + 0.5 * equal, d - 1.0)
     return torch.where(_window_ok(x, d), v, _NAN)
 
 
 def ts_median(x: Tensor, d: int) -> Tensor:
     """Median of the full finite window of the last d values (x + 0.0: -0.0 is +0.0); an
     even d averages the two middle values as (a + b) / 2 (non-finite -> NaN)."""
-    b, t_len, n = x.shape
     out = _nan_like(x)
     ok = _window_ok(x, d)
     half = d // 2
-    rows = max(1, (1 << 26) // max(1, b * n * d))  # bound the (B, rows, N, d) window block
-    for r0 in range(d - 1, t_len, rows):
-        r1 = min(t_len, r0 + rows)
-        win = torch.stack([x[:, r0 - lag:r1 - lag] for lag in range(d)], dim=-1) + 0.0
-        srt = torch.sort(win, dim=-1).values
+    for r0, r1, win in _row_chunks(x, d):
+        srt = torch.sort(win + 0.0, dim=-1).values
         if d % 2:
             med = srt[..., half]
         else:
@@ -604,33 +621,24 @@ def ts_median(x: Tensor, d: int) -> Tensor:
 def ts_ema(x: Tensor, d: int | list[int]) -> Tensor:
     """EMA, alpha 2/(d+1), seeded by the first full finite window's mean; a non-finite
     value gives NaN and restarts (the next seed is the next full finite window's mean).
-    ``d`` may be a list (one window per batch element): one recurrence loop for all."""
+    ``d`` may be a list (one window per batch element): one recurrence for all (on CUDA one
+    Triton kernel, :func:`gymkit.bulk.scans.ema`; else a loop over sessions)."""
     ds = [d] * x.shape[0] if isinstance(d, int) else list(d)
     seed = torch.empty_like(x)
     ok_seed = torch.empty(x.shape, dtype=torch.bool, device=x.device)
+    t_len = x.shape[-2]
     for w in sorted(set(ds)):
         idx = [i for i, v in enumerate(ds) if v == w]
         xs = x[idx]
         acc = torch.zeros_like(xs)
-        for lag in range(w - 1, -1, -1):  # 0.0 + x[t-d+1] + ... + x[t], in that order
-            acc = acc + _lagged(xs, lag)
+        for lag in range(min(w, t_len) - 1, -1, -1):  # 0.0 + x[t-d+1] + ... + x[t], in that order
+            acc[:, lag:] += xs[:, : t_len - lag]  # rows t < d-1 are partial: never a seed
         seed[idx] = _cdiv(acc, float(w))
         ok_seed[idx] = _window_ok(xs, w)
-    alpha = torch.tensor([2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)[:, None]
-    keep = torch.tensor([1.0 - 2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)[:, None]
-    fin = _fin(x)
-    b, t_len, n = x.shape
-    out = torch.empty_like(x)
-    e = torch.zeros((b, n), dtype=x.dtype, device=x.device)
-    seeded = torch.zeros((b, n), dtype=torch.bool, device=x.device)
-    for t in range(t_len):
-        v, f = x[:, t], fin[:, t]
-        start = ~seeded & ok_seed[:, t]
-        e_new = torch.where(seeded, keep * e + alpha * v, torch.where(start, seed[:, t], e))
-        seeded = f & (seeded | start)
-        e = torch.where(f, e_new, e)
-        out[:, t] = torch.where(seeded, clean(e), _NAN)
-    return out
+    alpha = torch.tensor([2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)
+    keep = torch.tensor([1.0 - 2.0 / (w + 1.0) for w in ds], dtype=x.dtype, device=x.device)
+    ax = alpha.view(-1, 1, 1) * x  # alpha·v of every step, at once
+    return clean(scans.ema(x, ax, seed, ok_seed, keep))
 
 
 def adv(close: Tensor, volume: Tensor, d: int) -> Tensor:

@@ -15,7 +15,7 @@ import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["neumaier_sum", "seq_sum", "status"]
+__all__ = ["neumaier_sum", "one_kernel", "seq_sum", "status"]
 
 status = {"triton": None}
 """``triton``: None (not tried yet), True (in use), or why it is not used."""
@@ -120,6 +120,11 @@ def _use_triton(device: torch.device) -> bool:
         except Exception as exc:  # no Triton, or it cannot compile here
             status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
     return status["triton"] is True
+
+
+def one_kernel(device: torch.device) -> bool:
+    """True where a whole chain is one kernel (CUDA with Triton, self-checked)."""
+    return _use_triton(device)
 
 
 def seq_sum(terms: Tensor) -> Tensor:

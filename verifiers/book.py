@@ -25,8 +25,7 @@ Why our own kernel (not pandas ``rank``): serial and bit-identical, in one pass 
   (twice the average-tie rank, an exact integer).  Centred ranks are multiples of 0.5, so
   Σ|w| is an exact float sum: the weights never depend on summation order.
 - Every per-day sum (turnover, legs, IC) is a plain stock-order chain, as one day
-  alone would compute it; the vectorisation runs across *days* (a chunk of days is
-  laid out stock-major, stocks outside, days in the vector lanes), so the bits are
+  alone would compute it, over the day's rows as they lie in memory, so the bits are
   those of the serial definition.  No threads, no fastmath: bit-identical across runs.
 """
 
@@ -86,188 +85,92 @@ def book_weights(values: np.ndarray, rows: slice | None = None) -> np.ndarray:
     return weights
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc):
-    """Add each stock's terms of days c0 + e, e < n, to the day sums in ``acc``, in stock order.
-
-    ``wt`` (N, ≥ 1 + n): weights, column e + 1 = day c0 + e and column 0 = the day before;
-    ``fin`` (N, ≥ n): 1.0 where the value is finite; ``ft``, ``mt`` (N, D): forward return
-    (NaN → 0) and its finite mask.  acc rows: 0 turnover, 1 long leg, 2 short leg, 3 IC
-    names k = fin·mask, 4 Σ k·w, 5 Σ k·r.  Stocks outside, days inside (the vector lanes);
-    two stocks per pass, added one after the other (the same chain as one at a time).
-    """
-    n_stocks = wt.shape[0]
-    tov = acc[0]
-    lo = acc[1]
-    sh = acc[2]
-    m = acc[3]
-    sw = acc[4]
-    sr = acc[5]
-    for j in range(0, n_stocks - 1, 2):
-        wa = wt[j]
-        wb = wt[j + 1]
-        ia = fin[j]
-        ib = fin[j + 1]
-        fa = ft[j, c0:]
-        fb = ft[j + 1, c0:]
-        ma = mt[j, c0:]
-        mb = mt[j + 1, c0:]
-        for e in range(n):
-            x = wa[e + 1]
-            y = wb[e + 1]
-            r = fa[e]
-            q = fb[e]
-            u = ma[e] * ia[e] if holes else ma[e]  # fin = 1.0 without holes: the same bits
-            v = mb[e] * ib[e] if holes else mb[e]
-            px = max(x, 0.0)
-            py = max(y, 0.0)
-            tov[e] = (tov[e] + abs(x - wa[e])) + abs(y - wb[e])
-            lo[e] = (lo[e] + px * r) + py * q
-            sh[e] = (sh[e] + (x - px) * r) + (y - py) * q
-            m[e] = (m[e] + u) + v
-            sw[e] = (sw[e] + u * x) + v * y
-            sr[e] = (sr[e] + u * r) + v * q
-    if n_stocks % 2:
-        j = n_stocks - 1
-        wa = wt[j]
-        ia = fin[j]
-        fa = ft[j, c0:]
-        ma = mt[j, c0:]
-        for e in range(n):
-            x = wa[e + 1]
-            r = fa[e]
-            u = ma[e] * ia[e] if holes else ma[e]
-            px = max(x, 0.0)
-            tov[e] += abs(x - wa[e])
-            lo[e] += px * r
-            sh[e] += (x - px) * r
-            m[e] += u
-            sw[e] += u * x
-            sr[e] += u * r
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc):
-    """Second pass of the IC: acc rows 6 Σ x·y, 7 Σ x², 8 Σ y² with x = (w − mean w)·k and
-    y = (r − mean r)·k, in stock order (two stocks per pass), days vectorised."""
-    n_stocks = wt.shape[0]
-    cov = acc[6]
-    vw = acc[7]
-    vr = acc[8]
-    for j in range(0, n_stocks - 1, 2):
-        wa = wt[j]
-        wb = wt[j + 1]
-        ia = fin[j]
-        ib = fin[j + 1]
-        fa = ft[j, c0:]
-        fb = ft[j + 1, c0:]
-        ma = mt[j, c0:]
-        mb = mt[j + 1, c0:]
-        for e in range(n):
-            u = ma[e] * ia[e] if holes else ma[e]
-            v = mb[e] * ib[e] if holes else mb[e]
-            x = (wa[e + 1] - mw[e]) * u
-            y = (fa[e] - mr[e]) * u
-            p = (wb[e + 1] - mw[e]) * v
-            q = (fb[e] - mr[e]) * v
-            cov[e] = (cov[e] + x * y) + p * q
-            vw[e] = (vw[e] + x * x) + p * p
-            vr[e] = (vr[e] + y * y) + q * q
-    if n_stocks % 2:
-        j = n_stocks - 1
-        wa = wt[j]
-        ia = fin[j]
-        fa = ft[j, c0:]
-        ma = mt[j, c0:]
-        for e in range(n):
-            u = ma[e] * ia[e] if holes else ma[e]
-            x = (wa[e + 1] - mw[e]) * u
-            y = (fa[e] - mr[e]) * u
-            cov[e] += x * y
-            vw[e] += x * x
-            vr[e] += y * y
-
-
-_CHUNK = 256  # judged days per pass of the sums (buffers of 46 stocks stay in L1/L2)
-_ROW = _CHUNK + 8  # row stride of the stock-major buffers: 33 cache lines, odd, so the
-# stores of one day land in different cache sets (a 2 KiB stride maps them all to one set)
-
-
 @njit(cache=True, nogil=True, error_model="numpy")
-def _book_pnl(values, weights, n_fin, ft, mt, r0, r1, min_ic_names):
+def _book_pnl(values, weights, n_fin, fwd0, finite, min_ic_names):
     """Weights of every judged row, then gross, turnover, leg contributions and IC.
 
-    ``weights`` (r1 − r0, N): twice the ranks of the judged rows, ``n_fin`` their counts of
+    ``weights`` (D, N): twice the ranks of the judged rows, ``n_fin`` their counts of
     finite values (:func:`gymkit.dsl.kernels.rank_rows2`); made the weights in place.
+    ``values`` (D, N): the judged rows' formula values; ``fwd0``, ``finite`` (D, N): their
+    forward returns with NaN → 0 (the NaN rule) and 1.0 where finite (:class:`ForwardByStock`).
 
-    ``ft``, ``mt`` (N, r1 − r0): forward returns of the judged rows with NaN → 0 (the NaN
-    rule) and 1.0 where finite, stock-major (:class:`ForwardByStock`).  Every per-day sum
-    is the same chain of additions, in stock order, as a plain loop over one day's stocks
-    (the same bits); the days of a chunk are the vector lanes: each weight row is copied
-    stock-major into ``wt`` as it is built, and the sums loop over stocks outside and days
-    inside, where LLVM vectorises.  ``fin`` (finite value) is 1.0 except where a row has a
-    non-finite value, so rows without any cost no per-stock write.
+    Day by day, in the rows' own (day-major) layout: every per-day sum is one serial chain
+    of additions in stock order, exactly the plain definition (the six sums of the first
+    pass and the three of the IC pass are independent chains, which the CPU overlaps).
+    Every array is read row by row, sequentially, so the cost per cell does not grow with
+    N (a stock-major copy of each chunk of days, vectorised across days, was a little
+    faster at N = 46 and much slower at N = 3,000: benchmarks/RESULTS.md).  IC names
+    k = finite value · finite forward return; a row without a non-finite value uses the
+    forward-return mask itself (the same bits).
     """
-    n_days = r1 - r0
-    n_stocks = values.shape[1]
+    n_days, n_stocks = weights.shape
     gross = np.empty(n_days)
     turnover = np.empty(n_days)
     long_c = np.empty(n_days)
     short_c = np.empty(n_days)
     ic = np.full(n_days, np.nan)
-    wt = np.zeros((n_stocks, _ROW))  # column 0: the day before (zero: the book starts empty)
-    fin = np.ones((n_stocks, _ROW))
-    acc = np.zeros((9, _CHUNK))
-    mw = np.empty(_CHUNK)
-    mr = np.empty(_CHUNK)
-    for c0 in range(0, n_days, _CHUNK):
-        n = min(_CHUNK, n_days - c0)
-        holes = False
-        for e in range(n):
-            row = weights[c0 + e]
-            src = values[r0 + c0 + e]
-            k = n_fin[c0 + e]
-            _centre_weights(row, k)
+    empty = np.zeros(n_stocks)  # the day before the first: the book starts from zero
+    names = np.empty(n_stocks)
+    for d in range(n_days):
+        w = weights[d]
+        k = n_fin[d]
+        _centre_weights(w, k)
+        prev = weights[d - 1] if d > 0 else empty
+        r = fwd0[d]
+        kn = finite[d]
+        if k < n_stocks:
+            src = values[d]
             for j in range(n_stocks):
-                wt[j, e + 1] = row[j]
-            if k < n_stocks:
-                holes = True
-                for j in range(n_stocks):
-                    if not math.isfinite(src[j]):
-                        fin[j, e] = 0.0
-        acc[:] = 0.0
-        _pnl_sums(wt, fin, ft, mt, c0, n, holes, acc)
-        for e in range(n):
-            mw[e] = acc[4, e] / acc[3, e]
-            mr[e] = acc[5, e] / acc[3, e]
-        _ic_sums(wt, fin, ft, mt, c0, n, holes, mw, mr, acc)
-        for e in range(n):
-            d = c0 + e
-            lo = acc[1, e]
-            sh = acc[2, e]
-            gross[d] = lo + sh
-            long_c[d] = lo
-            short_c[d] = sh
-            turnover[d] = acc[0, e]
-            # Pearson IC of weights and forward returns over the names in the book with a
-            # finite forward return; needs >= min_ic_names of them
-            if n_fin[d] >= min_ic_names and acc[3, e] >= min_ic_names:
-                vw = acc[7, e]
-                vr = acc[8, e]
-                ic[d] = acc[6, e] / np.sqrt(vw * vr) if (vw > 0.0 and vr > 0.0) else np.nan
+                names[j] = kn[j] if math.isfinite(src[j]) else 0.0
+            kn = names
+        tov = 0.0
+        lo = 0.0
+        sh = 0.0
+        m = 0.0
+        sw = 0.0
+        sr = 0.0
         for j in range(n_stocks):
-            wt[j, 0] = wt[j, n]
-        if holes:
-            fin[:] = 1.0
+            x = w[j]
+            q = r[j]
+            u = kn[j]
+            px = max(x, 0.0)
+            tov += abs(x - prev[j])
+            lo += px * q
+            sh += (x - px) * q
+            m += u
+            sw += u * x
+            sr += u * q
+        gross[d] = lo + sh
+        long_c[d] = lo
+        short_c[d] = sh
+        turnover[d] = tov
+        # Pearson IC of weights and forward returns over the names in the book with a
+        # finite forward return; needs >= min_ic_names of them
+        mw = sw / m
+        mr = sr / m
+        cov = 0.0
+        vw = 0.0
+        vr = 0.0
+        for j in range(n_stocks):
+            u = kn[j]
+            x = (w[j] - mw) * u
+            y = (r[j] - mr) * u
+            cov += x * y
+            vw += x * x
+            vr += y * y
+        if k >= min_ic_names and m >= min_ic_names:
+            ic[d] = cov / np.sqrt(vw * vr) if (vw > 0.0 and vr > 0.0) else np.nan
     return weights, gross, turnover, long_c, short_c, ic
 
 
 class ForwardByStock:
-    """Forward returns of the judged rows ``r0:r1`` in the stock-major layout of the book kernel.
+    """Forward returns of the judged rows ``r0:r1`` as the book kernel reads them.
 
-    ``fwd0`` (N, r1 − r0): the forward return with NaN → 0, column d = row r0 + d;
-    ``finite`` (N, r1 − r0): 1.0 where it is finite.  Built once per window
-    (:mod:`.context`) and shared by every formula.
+    ``fwd0`` (r1 − r0, N): the forward return with NaN → 0, row d = row r0 + d;
+    ``finite`` (r1 − r0, N): 1.0 where it is finite.  Read-only views of the rows of
+    :func:`split_forward_returns`' arrays (no copy), held once per window (:mod:`.context`)
+    and shared by every formula.  (The name is historical: until 2026-12-02 these were
+    stock-major transposed copies.)
     """
 
     __slots__ = ("finite", "fwd0", "n_stocks", "r0", "r1")
@@ -276,10 +179,8 @@ class ForwardByStock:
         fwd0, fmask = fwd_parts
         r0, r1 = _bounds(rows, fwd0.shape[0])
         self.r0, self.r1, self.n_stocks = r0, r1, fwd0.shape[1]
-        self.fwd0 = np.ascontiguousarray(fwd0[r0:r1].T)
-        self.finite = np.ascontiguousarray(fmask[r0:r1].T, dtype=np.float64)
-        self.fwd0.setflags(write=False)
-        self.finite.setflags(write=False)
+        self.fwd0 = read_only(np.asarray(fwd0, dtype=np.float64)[r0:r1])
+        self.finite = read_only(np.asarray(fmask, dtype=np.float64)[r0:r1])
 
 
 class BookPnL:
@@ -330,7 +231,7 @@ def book_pnl(
         raise ValueError(f"forward returns cover rows {fwd_by_stock.r0}:{fwd_by_stock.r1} of "
                          f"{fwd_by_stock.n_stocks} stocks, the book needs rows {r0}:{r1} of {v.shape[1]}")
     weights, n_fin = rank_rows2(v, r0, r1)
-    return BookPnL(*_book_pnl(v, weights, n_fin, fwd_by_stock.fwd0, fwd_by_stock.finite, r0, r1,
+    return BookPnL(*_book_pnl(v[r0:r1], weights, n_fin, fwd_by_stock.fwd0, fwd_by_stock.finite,
                               int(min_ic_names)))
 
 

@@ -6,8 +6,12 @@ must not be needed to score).  Or the 101-alpha corpus as one checkpoint (:func:
 
 Per checkpoint, always (train window only; the selector):
 
-* ``train_cpcv`` — mean over the valid answers of the R1 value (clipped CPCV of net train
-  returns with training costs) — the checkpoint rule picks the highest;
+* ``train_cpcv`` — mean over **all** the answers of the R1 value (clipped CPCV of net train
+  returns with training costs; an invalid answer counts at its card's R1, the invalid
+  penalty) — the checkpoint rule picks the highest.  A mean over the valid answers alone
+  would let a checkpoint that writes few valid answers, but good ones, win the selection
+  (a real run shipped a checkpoint with 11 of 50 valid that way); that mean is kept as
+  ``train_cpcv_valid``;
 * ``valid`` — valid answers / answers (the environment's layer-1 gate, turnover floor included);
 * ``families`` — distinct formula families among the valid answers: the canonical form with
   every window and numeric literal erased (``ts_mean(close, 20)`` and ``ts_mean(close, 60)``
@@ -107,6 +111,7 @@ class CheckpointRow:
     n_valid: int
     families: int
     train_cpcv: float
+    train_cpcv_valid: float = float("nan")
     holdout_score: float | None = None
     holdout_positive: int | None = None
     book_return: float | None = None
@@ -119,7 +124,7 @@ class CheckpointRow:
         from gymkit.card import json_safe
 
         return json_safe({k: getattr(self, k) for k in (
-            "checkpoint", "n", "n_valid", "families", "train_cpcv", "holdout_score",
+            "checkpoint", "n", "n_valid", "families", "train_cpcv", "train_cpcv_valid", "holdout_score",
             "holdout_positive", "book_return", "book_sharpe", "answers")})
 
 
@@ -148,8 +153,9 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
     for ck, cards in scored.items():
         valid = [c for c in cards if c.valid]
         fams = {family_of(c.canonical) for c in valid if c.canonical}
-        train = float(np.mean([c.channels["cpcv"] for c in valid])) if valid else float("nan")
-        row = CheckpointRow(ck, len(cards), len(valid), len(fams), train, look=look)
+        train = float(np.mean([c.channels["cpcv"] for c in cards])) if cards else float("nan")
+        train_valid = float(np.mean([c.channels["cpcv"] for c in valid])) if valid else float("nan")
+        row = CheckpointRow(ck, len(cards), len(valid), len(fams), train, train_valid, look=look)
         row.answers = [{"formula": c.formula, "valid": c.valid,
                         "error": None if c.error is None else c.error.code,
                         "train_cpcv": c.channels.get("cpcv"),
@@ -185,8 +191,8 @@ def format_table(rows: Sequence[CheckpointRow]) -> str:
             f"{r.n_valid} / {r.n}", str(r.families),
             "-" if r.book_return is None else f"{r.book_return * 100:+.1f}%",
             f(r.book_sharpe, ".2f")]))
-    best = max((r for r in rows if np.isfinite(r.train_cpcv)), key=lambda r: r.train_cpcv,
-               default=None)
+    best = max((r for r in rows if r.n_valid and np.isfinite(r.train_cpcv)),
+               key=lambda r: r.train_cpcv, default=None)
     if best is not None:
         lines.append(f"selected by train CPCV: {best.checkpoint}")
     return "\n".join(lines)

@@ -3,7 +3,9 @@
 * :func:`probe_answers` — greedy answers of a checkpoint to the frozen probe briefs
   (:func:`gymkit.briefs.probe_briefs`, holdout families: briefs training never saw).
 * :func:`train_row` — those answers scored on the **train window** (the selector): mean R1
-  of the valid answers (``train_cpcv``), valid count, distinct formula families, and per
+  of all the answers, an invalid one at its card's penalty (``train_cpcv``, as in
+  :mod:`gymkit.probe`; the valid answers' mean is ``train_cpcv_valid``), valid count,
+  distinct formula families, and per
   answer the figures the red-team read-out needs (reward, IC, turnover, archive correlation,
   the train P&L kept in memory for pairwise correlations).
 * :func:`best_checkpoint` — the highest probe ``train_cpcv`` (earliest on ties).
@@ -81,7 +83,9 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
     valid = [a for a in answers if a["valid"]]
     row = {"checkpoint": rows[0]["checkpoint"] if rows else "", "n": len(answers),
            "n_valid": len(valid), "families": len({a["family"] for a in valid}),
-           "train_cpcv": float(np.mean([a["train_cpcv"] for a in valid])) if valid else -1.0,
+           # the selector: every answer's R1, an invalid one at its card's penalty (gymkit.probe)
+           "train_cpcv": float(np.mean([a["train_cpcv"] for a in answers])) if answers else -1.0,
+           "train_cpcv_valid": float(np.mean([a["train_cpcv"] for a in valid])) if valid else None,
            "mean_reward": float(np.mean([a["reward"] for a in answers])) if answers else 0.0,
            "answers": answers}
     return row, pnls

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,9 @@ def configure(p: argparse.ArgumentParser) -> None:
             q.add_argument("--heads", type=int, default=None, help="attention heads (default 4)")
             q.add_argument("--pairs", type=int, default=None, help="warm-start pairs (default 6000)")
         if name == "rl":
-            q.add_argument("--workers", type=int, default=1, help="processes scoring the answers' "
-                           "archive-free layers (default 1; any number gives the same run)")
+            q.add_argument("--workers", type=int, default=None, help="processes scoring the answers' "
+                           "archive-free layers (default: the machine's cores, at most 8; any number "
+                           "gives the same run, byte for byte)")
             q.add_argument("--probe-every", type=int, default=None)
             q.add_argument("--lr", type=float, default=None, help="RL learning rate (default 3e-4)")
             q.add_argument("--kl-beta", type=float, default=None, help="KL weight to the warm start "
@@ -112,13 +114,14 @@ def run(args: argparse.Namespace) -> int:
     if args.trainer == "trl":
         from .trl_trainer import run_rl_trl
 
-        if args.workers != 1:
+        if args.workers not in (None, 1):
             raise ValueError("--workers applies to --trainer gymkit (TRL scores in its own loop)")
         run_rl_trl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
                    force_holdout=args.force_holdout)
         return 0
-    if args.workers < 1:
-        raise ValueError(f"--workers must be >= 1, not {args.workers}")
+    workers = min(os.cpu_count() or 1, 8) if args.workers is None else args.workers
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, not {workers}")
     run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout,
-           workers=args.workers)
+           workers=workers)
     return 0

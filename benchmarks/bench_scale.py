@@ -14,7 +14,8 @@ few formulas, times in ONE process, interleaved, CPU time, median of ``--reps``:
 
 Reports ns per cell (time / (T·N)) and the growth exponent in N (least-squares slope of
 log time against log N over the three sizes; 1.0 is linear).  ``--memory`` instead reports
-the peak RSS of one evaluate + book at N = 3,000, T = 10,000 (a separate process each).
+the peak RSS of one evaluate + book, then of one whole card (``env.score``, R3 off), at
+N = 3,000, T = 10,000 (in a separate process).
 
 ``--card`` instead times the whole score card per phase (CPU time, cold evaluation cache per
 answer, median of ``--reps``): ``env.score`` on a ``us46-default`` environment built on the
@@ -22,9 +23,11 @@ synthetic panel (R3 off, novelty against a full 1,024-entry archive), its phases
 one by one through the same library calls (parse, evaluate, book + costs, metrics, CPCV,
 factor regression, novelty), and the stress phase (R3) with two synthetic stress worlds
 (seeded panels on the same dates and tickers) on the CPCV-only path
-(``gymkit.scoring.run_stress``, memo cleared) next to the full-backtest path it replaced
-(``gymkit.jepa.worlds.world_score`` per world); pandas and polars run the same formulas'
-evaluate + rank-book in the same loop.
+(``gymkit.scoring.run_stress``, memo cleared) next to the full backtest per world
+(``gymkit.stress_ranking.rescore``: metrics and factor regression too, the worlds' factor
+models built once beforehand); each phase's system CPU time (the kernel's page faults
+on fresh arrays) is also reported, and the stress phase's user time against the card's;
+pandas and polars run the same formulas' evaluate + rank-book in the same loop.
 
 Run: ``.venv/bin/python benchmarks/bench_scale.py [--reps 5] [--sizes 46,500,3000] [--card]``
 """
@@ -167,7 +170,8 @@ def measure_card(n: int, reps: int) -> dict[str, dict[str, float]]:
     import gymkit
     import gymkit.scoring as sc
     from gymkit.dsl.cache import DEFAULT_CACHE
-    from gymkit.jepa.worlds import StressWorld, world_score
+    from gymkit.jepa.worlds import StressWorld
+    from gymkit.stress_ranking import rescore as world_score
     from gymkit.verifiers import compute_metrics
     from gymkit.verifiers.context import window_context
 
@@ -248,10 +252,15 @@ def parse_expr(text: str):
 
 
 def _timed(t: dict[str, float], key: str, fn, add: bool = False):
-    t0 = time.process_time()
+    """Run ``fn``; record its CPU seconds (user + system) under ``key`` and the system part
+    (the kernel's page faults on fresh arrays) under ``key + ":sys"``."""
+    a = os.times()
     r = fn()
-    dt = time.process_time() - t0
+    b = os.times()
+    dt = (b.user - a.user) + (b.system - a.system)
+    ds = b.system - a.system
     t[key] = t.get(key, 0.0) + dt if add else dt
+    t[key + ":sys"] = t.get(key + ":sys", 0.0) + ds if add else ds
     return r
 
 
@@ -259,9 +268,10 @@ def print_card(sizes: list[int], reps: int) -> None:
     """Markdown tables of :func:`measure_card` over ``sizes``."""
     res = {n: measure_card(n, reps) for n in sizes}
     print("\n| formula | N | card ms | " + " | ".join(CARD_PHASES) + " | card ns/cell | book ns/cell "
-          "| stress ms (CPCV-only) | stress ms (full path) | stress re-scored ms | stress / card "
+          "| stress ms (CPCV-only) | stress ms (full backtest) | stress re-scored ms | stress / card "
+          "| card sys ms | stress sys ms | stress user / card user "
           "| pandas ms | polars ms | pandas / (eval+book) | polars / (eval+book) |")
-    print("|---|---|---|" + "---|" * len(CARD_PHASES) + "---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|" + "---|" * len(CARD_PHASES) + "---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in FORMULAS.values():
         for n in sizes:
             r = res[n][name]
@@ -270,7 +280,9 @@ def print_card(sizes: list[int], reps: int) -> None:
                   + " | ".join(f"{1e3 * r[k]:.2f}" for k in CARD_PHASES)
                   + f" | {1e9 * r['card'] / (T * n):.1f} | {1e9 * r['book'] / (T * n):.1f} "
                   f"| {1e3 * r['stress']:.1f} | {1e3 * r['stress_full_path']:.1f} | {1e3 * r['stress_rescored']:.2f} "
-                  f"| {r['stress'] / r['card']:.2f} | {1e3 * r['pandas']:.1f} | {1e3 * r['polars']:.1f} "
+                  f"| {r['stress'] / r['card']:.2f} | {1e3 * r['card:sys']:.1f} | {1e3 * r['stress:sys']:.1f} "
+                  f"| {(r['stress'] - r['stress:sys']) / (r['card'] - r['card:sys']):.2f} "
+                  f"| {1e3 * r['pandas']:.1f} | {1e3 * r['polars']:.1f} "
                   f"| {r['pandas'] / eb:.1f}x | {r['polars'] / eb:.1f}x |")
     if len(sizes) > 1:
         print("\n| formula | growth exponent in N: card | book | stress |")
@@ -306,6 +318,25 @@ def peak_memory(n: int, t: int) -> None:
         del values
         print(f"N={n}, T={t}, {text}: peak {peak:.2f} GiB, {peak - base:.2f} GiB above the panel "
               f"({(peak - base) / cell:.1f} (T, N) float64 arrays of {cell:.2f} GiB)")
+    # the whole card (R3 off, no archive): env.score with a cold evaluation cache; its window
+    # context (forward returns, factor model) is built by the first answer and kept
+    import gymkit
+    from gymkit.dsl.cache import DEFAULT_CACHE
+
+    channels = tuple(c for c in gymkit.make("us46-default").config.channels if c != "jepa_stress")
+    gymkit.make("us46-default", market=small, channels=channels, archive={"seed": "none"}).score(
+        f"<alpha>{next(iter(FORMULAS))}</alpha>")
+    env = gymkit.make("us46-default", market=panel, channels=channels, archive={"seed": "none"})
+    for i, text in enumerate(FORMULAS):
+        DEFAULT_CACHE.clear()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        base = _status_gib("VmRSS")
+        env.score(f"<alpha>{text}</alpha>")
+        peak = _status_gib("VmHWM")
+        first = " (first answer: builds the window context)" if i == 0 else ""
+        print(f"N={n}, T={t}, whole card {text}: peak {peak:.2f} GiB, {peak - base:.2f} GiB above "
+              f"the process before it{first}")
 
 
 def _status_gib(key: str) -> float:

@@ -82,6 +82,7 @@ __all__ = [
     "score_answers",
     "share_group_duplicates",
     "stress_key",
+    "world_cache",
     "world_score",
 ]
 
@@ -134,8 +135,30 @@ GROUP_CACHE_CAP = 2**30
 
 def group_cache_bytes(train: Panel, n_worlds: int) -> int:
     """Bytes of one group's evaluations (module constants above), capped at GROUP_CACHE_CAP."""
-    need = GROUP_ANSWERS * GROUP_SUBTREES * (1 + n_worlds) * train.T * train.N * 8
-    return int(min(GROUP_CACHE_CAP, need))
+    return int(min(GROUP_CACHE_CAP, _group_bytes(train, n_worlds)))
+
+
+def _group_bytes(train: Panel, n_worlds: int) -> int:
+    return GROUP_ANSWERS * GROUP_SUBTREES * (1 + n_worlds) * train.T * train.N * 8
+
+
+def world_cache(setup: ScoringSetup) -> EvalCache | None:
+    """The evaluator cache for one world's re-score of one answer.
+
+    ``setup.cache`` when one group's evaluations on the train panel and every world fit in
+    it (:func:`group_cache_bytes` below its cap: then a re-scored group's sub-expressions
+    shared between answers are found there).  Otherwise a fresh cache for this re-score only,
+    dropped after it: the formula's repeated sub-expressions are still evaluated once, but
+    the world's arrays neither evict the train panel's entries nor stay in memory, so every
+    world evaluates into memory just freed instead of fresh pages (what the shared cache made
+    the stress phase cost at N = 3,000: benchmarks/RESULTS.md, issue 22).  Values are the
+    same bits either way (the cache's contract).  ``None`` when the setup has no cache.
+    """
+    if setup.cache is None:
+        return None
+    if _group_bytes(setup.train, len(setup.worlds)) <= GROUP_CACHE_CAP:
+        return setup.cache
+    return EvalCache(GROUP_CACHE_CAP)
 
 
 @dataclass(frozen=True)
@@ -309,7 +332,7 @@ def run_stress(st: AnswerState, setup: ScoringSetup) -> None:
             if s is None:
                 try:
                     s = world_score(expr, w.panel, setup.split, setup.costs, setup.cpcv,
-                                    setup.burn_in, setup.cache)
+                                    setup.burn_in, world_cache(setup))
                     setup.stress_memo.put(memo_key, s)  # failures are retried, not stored
                 except Exception:  # fail closed
                     s = math.nan

@@ -204,6 +204,8 @@ def run_plan(p: Plan, dp: DevicePanel) -> list[torch.Tensor]:
                 col = [p.nodes[i].args[pos] for i in group]
                 s = torch.tensor(col, dtype=torch.float64, device=dp.device).view(-1, 1, 1)
                 stacked.append(s if op in ops.ELEMENTWISE else s.expand(len(group), *shape))
+            elif len(group) == 1:  # a view, not a copy (no kernel writes into its operands)
+                stacked.append(panel_arg(first.args[pos])[None])
             else:
                 stacked.append(torch.stack([panel_arg(p.nodes[i].args[pos]) for i in group]))
         out = _call(op, first, stacked, dp)

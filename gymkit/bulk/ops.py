@@ -265,8 +265,8 @@ def group_neutralize(x: Tensor, codes: Tensor) -> Tensor:
         total = torch.stack([rowsum.neumaier_sum(xv, valid & (codes == g)) for g in range(n_groups)], dim=-1)
     else:
         total = _group_sums_by_stock(xv, valid, codes_l, n_groups)
-    onehot = torch.nn.functional.one_hot(torch.clamp(codes, min=0), n_groups).to(torch.float64)
-    counts = valid.to(torch.float64) @ (onehot * (codes >= 0).to(torch.float64)[:, None])
+    member = codes[:, None] == torch.arange(n_groups, device=codes.device)  # not one_hot: it reads back its range
+    counts = valid.to(torch.float64) @ member.to(torch.float64)
     mean = (total / torch.clamp(counts, min=1.0))[..., torch.clamp(codes, min=0)]
     return torch.where(valid, clean(x - mean), _NAN)
 

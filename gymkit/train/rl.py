@@ -179,7 +179,8 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
 
     ``workers``: processes scoring the answers' archive-free layers
     (:class:`~gymkit.answer_pool.AnswerStatePool`); every file but ``timings.jsonl`` is the
-    same for any number."""
+    same for any number.  The workers are spawned, so a script calling this with ``workers > 1``
+    needs the ``if __name__ == "__main__":`` guard (Python's rule for spawned processes)."""
     from gymkit.answer_pool import AnswerStatePool
     from gymkit.briefs import generate_briefs, split_briefs
     from gymkit.probe import family_of

@@ -5,6 +5,10 @@
     # on the device machine: numba reference on all its cores, the torch scorer on cuda,
     # the parity gate (every formula bit for bit), bytes moved, and whole cards
     python benchmarks/bench_bulk.py device --n 46,500,3000 --procs 16 --out DIR
+    # ... plus where the device time goes: a per-operator table (profile.json/.txt in DIR)
+    python benchmarks/bench_bulk.py device --n 46,500,3000 --profile --out DIR
+    # the same table for the torch path on this CPU, launches counted as CUDA would run them
+    python benchmarks/bench_bulk.py profile --n 46 --device cpu --as-cuda
 
 Panels: gymkit.bulk.panels.synthetic (seeded random walks, T sessions x N stocks).
 Formulas: the 101 alphas plus ``--count`` seeded random formulas (gymkit.audit.formulas).
@@ -18,6 +22,15 @@ and writes weights), divided by the measured time, against the 4.3 TB/s device-t
 copy measured on the H200 (KINDS.md).  Cards: ``gymkit score-file`` with ``--engine local
 --workers P`` vs ``--engine torch --device cuda`` on random answers on the default market,
 output bytes compared.
+
+Profile (``--profile``, or the ``profile`` mode alone): one chunk per N, three passes over
+the same plan: (1) a device sync around every batched call, its wall time per operator;
+(2) every torch operation counted (launches, host waits: ``.item``/``nonzero``/copies to
+the host, bytes written) plus the Triton kernels; (3) on CUDA, ``torch.profiler``'s kernel
+time per operator (kernels fall in their call's window thanks to the syncs of (1)).  With
+``--as-cuda`` on a CPU the Triton paths are counted as one launch each (their torch chain
+runs uncounted), and an estimate of the device time is given: launches x LAUNCH_S + 3 x
+bytes written / H200_BW.
 """
 
 from __future__ import annotations
@@ -46,6 +59,7 @@ from gymkit.dsl import to_text  # noqa: E402
 
 BOOK_FIRST = 60  # judged signal rows: BOOK_FIRST .. T
 H200_BW = 4.3e12  # bytes/s, device-to-device copy (read + write) measured there
+LAUNCH_S = 7e-6  # s per launch for the estimate (CUDA launch + torch dispatch, a typical figure)
 _STATE: dict = {}
 
 
@@ -123,7 +137,7 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
     """The torch scorer over chunks: seconds (evaluate, book), digests, bytes moved."""
     import torch
 
-    from gymkit.bulk import DevicePanel, book_many, libm, rowsum
+    from gymkit.bulk import DevicePanel, book_many, libm, rowsum, scans
     from gymkit.bulk.evaluator import plan, run_plan
 
     dp = DevicePanel(p, device)
@@ -132,6 +146,7 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     digests, t_eval, t_book, nbytes = [], 0.0, 0.0, 0
     libm.stats.update(cells=0, host=0)
+    t_host = 0.0
     for c0 in range(0, len(fs), chunk):
         part = fs[c0:c0 + chunk]
         sync()
@@ -146,16 +161,18 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
         t_eval += t1 - t0
         t_book += t2 - t1
         nbytes += _node_bytes(pl, p.T, p.N) + len(part) * (2 * p.T + (p.T - BOOK_FIRST)) * p.N * 8
+        t3 = time.perf_counter()
         v_np, g_np, tv_np = vals.cpu().numpy(), book.gross.cpu().numpy(), book.turnover.cpu().numpy()
+        t_host += time.perf_counter() - t3
         digests.extend(_digests(v_np[i], g_np[i], tv_np[i]) for i in range(len(part)))
         del vals, book
     total = t_eval + t_book
-    return {"eval_s": round(t_eval, 3), "book_s": round(t_book, 3),
+    return {"eval_s": round(t_eval, 3), "book_s": round(t_book, 3), "to_host_s": round(t_host, 3),
             "answers_per_s": round(len(fs) / total, 2), "digests": digests,
             "bytes_per_formula": nbytes // len(fs), "achieved_GBps": round(nbytes / total / 1e9, 1),
             "share_of_bw": round(nbytes / total / H200_BW, 4),
             "libm_values": libm.stats["cells"], "libm_host_values": libm.stats["host"],
-            "triton_rowsum": rowsum.status["triton"]}
+            "triton_rowsum": rowsum.status["triton"], "triton_scans": scans.status["triton"]}
 
 
 def gate(fs: list[str], ref: list, got: list) -> dict:
@@ -206,6 +223,232 @@ def cards(args: argparse.Namespace, out_dir: Path) -> dict:
     return res
 
 
+def chunk_for(args: argparse.Namespace, n: int, count: int) -> int:
+    """Formulas per chunk at N = n: ``--chunk N:K``, else all at N <= 100, 256 at N <= 1000, 64."""
+    if n in args.chunk:
+        return max(1, args.chunk[n])
+    return count if n <= 100 else (256 if n <= 1000 else 64)
+
+
+_VIEWS = ("view", "slice", "select", "expand", "alias", "unsqueeze", "squeeze", "as_strided", "detach",
+          "t.default", "transpose", "permute", "unfold", "split", "unbind", "_unsafe_view", "lift_fresh",
+          "_reshape_alias", "reshape", "_to_copy.default_noop")
+_WAITS = ("aten._local_scalar_dense", "aten.nonzero", "aten.item")
+
+
+def _op_key(node) -> str:
+    from gymkit.bulk.evaluator import _FAST_POWERS
+
+    if node.op in ("power", "signed_power") and isinstance(node.args[1], float) and node.args[1] in _FAST_POWERS:
+        return node.op + "_fast"
+    return node.op
+
+
+def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
+    """Where the time of one chunk goes, per operator (module doc: the three passes)."""
+    import contextlib
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from gymkit.bulk import evaluator as ev
+    from gymkit.bulk import libm, rowsum, scans
+
+    is_cuda = device.startswith("cuda")
+    sync = torch.cuda.synchronize if is_cuda else (lambda: None)
+    dp = ev.DevicePanel(p, device)
+    t0 = time.perf_counter()
+    pl = ev.plan(fs, p)
+    plan_s = time.perf_counter() - t0
+    rows: dict[str, dict] = {}
+    state = {"key": None, "paused": 0, "counting": False}
+    real_call = ev._call
+
+    def row(key: str) -> dict:
+        return rows.setdefault(key, {"groups": 0, "nodes": 0, "wall_s": 0.0, "launches": 0, "triton": 0,
+                                     "waits": 0, "out_MB": 0.0, "host_values": 0, "kernel_s": 0.0})
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = str(func)
+            if state["paused"] or any(v in name for v in _VIEWS):
+                return out
+            r = row(state["key"] or "(stack, literals)")  # run_plan's own operations
+            if any(name.startswith(w) for w in _WAITS):
+                r["waits"] += 1
+            elif name.startswith("aten._to_copy") and is_cuda and isinstance(out, torch.Tensor) and out.device.type == "cpu":
+                r["waits"] += 1
+            r["launches"] += 1
+            for o in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(o, torch.Tensor):
+                    r["out_MB"] += o.numel() * o.element_size() / 1e6
+            return out
+
+    def counted(fn, chain=None):
+        def wrapper(*a, **k):
+            if state["counting"] and not state["paused"]:
+                r = row(state["key"] or "(stack, literals)")
+                r["triton"] += 1
+                r["launches"] += 1
+            state["paused"] += 1
+            try:
+                return (chain or fn)(*a, **k)
+            finally:
+                state["paused"] -= 1
+        return wrapper
+
+    patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu")]
+    saved = {(m, n): getattr(m, n) for m, n in patches}
+    saved_api = {(m, n): getattr(m, n) for m, n in ((scans, "window_sums"), (scans, "ema"), (rowsum, "neumaier_sum"),
+                                                  (rowsum, "seq_sum"), (rowsum, "one_kernel"))}
+
+    def run(mode: str) -> float:
+        def call(op, node, args, dpanel):
+            key = _op_key(node)
+            r = row(key)
+            state["key"] = key
+            host0 = libm.stats["host"]
+            if mode == "wall":
+                sync()
+                c0 = time.perf_counter()
+            ctx = prof_ctx(key) if mode == "kernel" else contextlib.nullcontext()
+            with ctx:
+                out = real_call(op, node, args, dpanel)
+                if mode in ("wall", "kernel"):
+                    sync()
+            if mode == "wall":
+                r["wall_s"] += time.perf_counter() - c0
+                r["groups"] += 1
+                r["nodes"] += int(out.shape[0])
+                r["host_values"] += libm.stats["host"] - host0
+            state["key"] = None
+            return out
+
+        ev._call = call
+        try:
+            sync()
+            c0 = time.perf_counter()
+            if mode == "count":
+                state["counting"] = True
+                with Count():
+                    ev.run_plan(pl, dp)
+                state["counting"] = False
+            else:
+                ev.run_plan(pl, dp)
+            sync()
+            return time.perf_counter() - c0
+        finally:
+            ev._call = real_call
+
+    def prof_ctx(key):
+        return torch.profiler.record_function("op:" + key)
+
+    out: dict = {"formulas": len(fs), "nodes": len(pl.nodes), "groups": len(pl.groups), "plan_s": round(plan_s, 3)}
+    try:
+        if as_cuda and not is_cuda:  # the Triton paths as one (counted) launch, run as the torch chain
+            scans.window_sums = counted(scans.window_sums, scans.window_sums_chain)
+            scans.ema = counted(scans.ema, scans.ema_chain)
+            rowsum.neumaier_sum = counted(rowsum.neumaier_sum, rowsum._chain_neumaier)
+            rowsum.seq_sum = counted(rowsum.seq_sum, rowsum._chain_sum)
+            rowsum.one_kernel = lambda device: True
+            libm.force_device_path = True  # log/pow as on the device: double-double + host fallback
+        else:
+            for m, n in patches:
+                setattr(m, n, counted(getattr(m, n)))
+        if is_cuda:
+            run("plain")  # warm: compiles, allocator
+            out["run_s"] = round(run("plain"), 3)  # no per-call sync
+        out["run_synced_s"] = round(run("wall"), 3)
+        run("count")
+        if is_cuda:
+            try:
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                        torch.profiler.ProfilerActivity.CUDA]) as prof:
+                    run("kernel")
+                _kernel_times(prof, rows)
+            except Exception as exc:  # the table above stands without it
+                out["profiler_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        for (m, n), f in {**saved, **saved_api}.items():
+            setattr(m, n, f)
+        libm.force_device_path = False
+    if "run_synced_s" in out:  # what run_plan does between the calls (stacking operands)
+        row("(stack, literals)")["wall_s"] = max(0.0, out["run_synced_s"] - sum(r["wall_s"] for r in rows.values()))
+    total_wall = sum(r["wall_s"] for r in rows.values()) or 1.0
+    table = []
+    for key, r in sorted(rows.items(), key=lambda kv: -kv[1]["wall_s"]):
+        est = r["launches"] * LAUNCH_S + 3 * r["out_MB"] * 1e6 / H200_BW
+        table.append({"op": key, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()},
+                      "share": round(r["wall_s"] / total_wall, 4), "est_cuda_s": round(est, 4)})
+    out["launches"] = sum(r["launches"] for r in rows.values())
+    out["waits"] = sum(r["waits"] for r in rows.values())
+    out["est_cuda_s"] = round(sum(t["est_cuda_s"] for t in table), 3)
+    out["table"] = table
+    return out
+
+
+def _kernel_times(prof, rows: dict) -> None:
+    """Device kernel seconds per operator: each kernel falls in its call's op:KEY window."""
+    import bisect
+
+    from torch.autograd import DeviceType
+
+    wins = sorted((e.time_range.start, e.time_range.end, e.name[3:]) for e in prof.events()
+                  if e.name.startswith("op:") and e.device_type == DeviceType.CPU)
+    starts = [w[0] for w in wins]
+    for e in prof.events():
+        if e.device_type != DeviceType.CUDA:
+            continue
+        i = bisect.bisect_right(starts, e.time_range.start) - 1
+        if i >= 0 and e.time_range.start <= wins[i][1] and wins[i][2] in rows:
+            rows[wins[i][2]]["kernel_s"] += (e.time_range.end - e.time_range.start) / 1e6
+
+
+def _format_profile(n: int, t: int, device: str, pr: dict) -> str:
+    head = (f"N={n} T={t} device={device} formulas={pr['formulas']} nodes={pr['nodes']} groups={pr['groups']} "
+            f"plan_s={pr['plan_s']} run_s={pr.get('run_s')} run_synced_s={pr.get('run_synced_s')} "
+            f"launches={pr['launches']} waits={pr['waits']} est_cuda_s={pr['est_cuda_s']}")
+    cols = ("op", "groups", "nodes", "wall_s", "share", "kernel_s", "launches", "triton", "waits", "out_MB",
+            "host_values", "est_cuda_s")
+    lines = [head, " ".join(f"{c:>16s}" if i == 0 else f"{c:>11s}" for i, c in enumerate(cols))]
+    for r in pr["table"]:
+        lines.append(" ".join(f"{r[c]!s:>16s}" if i == 0 else f"{r[c]!s:>11s}" for i, c in enumerate(cols)))
+    return "\n".join(lines) + "\n"
+
+
+def _profile_to(out_dir: Path, fs: list[str], p, device: str, chunk: int, n: int, as_cuda: bool) -> dict:
+    """Profile the first chunk of ``fs`` (a spread sample: every k-th formula) into out_dir."""
+    part = fs[:: max(1, len(fs) // chunk)][:chunk]
+    try:
+        pr = profile_chunk(part, p, device, as_cuda=as_cuda)
+    except Exception as exc:  # keep the run's other figures
+        pr = {"profile_error": f"{type(exc).__name__}: {exc}"[:400]}
+        print(json.dumps({"n": n, **pr}), flush=True)
+        return pr
+    text = _format_profile(n, p.T, device, pr)
+    with open(out_dir / "profile.txt", "a") as fh:
+        fh.write(text + "\n")
+    prev = json.loads((out_dir / "profile.json").read_text()) if (out_dir / "profile.json").exists() else []
+    (out_dir / "profile.json").write_text(json.dumps([*prev, {"n": n, "t": p.T, "device": device, **pr}], indent=1))
+    print(text, flush=True)
+    return pr
+
+
+def run_profile(args: argparse.Namespace) -> None:
+    """The per-operator profile alone (any device; ``--as-cuda`` on a CPU)."""
+    import torch
+
+    if args.device == "cpu":
+        torch.set_num_threads(1)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for n in args.n:
+        p = synthetic(n, args.t)
+        fs = formulas(p, args.count)
+        _profile_to(out_dir, fs, p, args.device, chunk_for(args, n, len(fs)), n, as_cuda=args.as_cuda)
+
+
 def run_device(args: argparse.Namespace) -> None:
     """Everything on the device machine (module doc); a JSON line per step, all in --out."""
     import torch
@@ -230,16 +473,21 @@ def run_device(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             _warm(fs)
             results.append({"numba_warm_s": round(time.perf_counter() - t0, 1)})
-        chunk = len(fs) if n <= 100 else (args.chunk if n <= 1000 else max(args.chunk // 4, 1))
+        chunk = chunk_for(args, n, len(fs))
         single = min(len(fs), args.single.get(n, len(fs)))
         cpu = cpu_scorer(fs, p, args.procs, single)
-        torch_scorer(fs[:8], p, args.device, chunk)  # warm-up (context, allocator, triton)
+        t0 = time.perf_counter()
+        torch_scorer(fs[::10], p, args.device, chunk)  # warm-up: context, allocator, Triton compiles
+        warm_s = round(time.perf_counter() - t0, 1)
         gpu = torch_scorer(fs, p, args.device, chunk)
-        row = {"n": n, "t": p.T, "chunk": chunk, **{k: v for k, v in cpu.items() if k != "digests"},
+        row = {"n": n, "t": p.T, "chunk": chunk, "torch_warm_s": warm_s,
+               **{k: v for k, v in cpu.items() if k != "digests"},
                **{k: v for k, v in gpu.items() if k != "digests"}, "gate": gate(fs, cpu["digests"], gpu["digests"])}
         results.append(row)
         print(json.dumps(row), flush=True)
         (out_dir / "bench_device.json").write_text(json.dumps(results, indent=1))
+        if args.profile:
+            _profile_to(out_dir, fs, p, args.device, chunk, n, as_cuda=False)
     if args.cards:
         try:
             row = cards(args, out_dir)
@@ -252,7 +500,7 @@ def run_device(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["cpu", "device"])
+    ap.add_argument("mode", choices=["cpu", "device", "profile"])
     ap.add_argument("--n", type=lambda s: [int(x) for x in s.split(",")], default=[46])
     ap.add_argument("--t", type=int, default=1000)
     ap.add_argument("--count", type=int, default=1000, help="random formulas (plus the 101 alphas)")
@@ -261,10 +509,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", default="bench_bulk_out")
     ap.add_argument("--device", default="cuda")
-    ap.add_argument("--chunk", type=int, default=256)
+    ap.add_argument("--chunk", type=lambda s: {int(k): int(v) for k, v in (kv.split(":") for kv in s.split(","))},
+                    default={}, help="N:K formulas per chunk (default: all at N <= 100, 256 at N <= 1000, else 64)")
+    ap.add_argument("--profile", action="store_true", help="device mode: also the per-operator profile")
+    ap.add_argument("--as-cuda", action="store_true", help="profile mode on a CPU: count Triton paths as one launch")
     ap.add_argument("--cards", type=int, default=0, help="random answers for the card comparison (0: none)")
     args = ap.parse_args(argv)
-    (run_cpu if args.mode == "cpu" else run_device)(args)
+    {"cpu": run_cpu, "device": run_device, "profile": run_profile}[args.mode](args)
 
 
 if __name__ == "__main__":

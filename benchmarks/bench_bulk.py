@@ -431,7 +431,7 @@ def _profile_to(out_dir: Path, fs: list[str], p, device: str, chunk: int, n: int
         fh.write(text + "\n")
     prev = json.loads((out_dir / "profile.json").read_text()) if (out_dir / "profile.json").exists() else []
     (out_dir / "profile.json").write_text(json.dumps([*prev, {"n": n, "t": p.T, "device": device, **pr}], indent=1))
-    print(text, flush=True)
+    print("\n".join(text.splitlines()[:10]), flush=True)  # the head and top 8; all in profile.txt
     return pr
 
 

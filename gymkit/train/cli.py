@@ -66,12 +66,19 @@ def configure(p: argparse.ArgumentParser) -> None:
                            "gymkit's reward adapter and a REPO-R subclass (gymkit/train/trl_trainer.py)")
     q = sub.add_parser("report", help="HTML + JSON: train vs holdout table, curves, red-team read-out")
     q.add_argument("run_dir", metavar="RUN")
+    from . import research_cli
+
+    research_cli.configure(sub)  # research (multi-turn RL) and serve (issue 25)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run one ``gymkit train`` subcommand."""
     from dataclasses import replace
 
+    from . import research_cli
+
+    if research_cli.run(args) is not None:
+        return 0
     if args.train_cmd == "report":
         from .report import format_table, write_report
 

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["BOS", "EOS", "PAD", "SEP", "TAG_CLOSE", "TAG_OPEN", "UNK", "Tokenizer", "brief_pieces", "build_tokenizer"]
+__all__ = ["BOS", "EOS", "PAD", "RESEARCH_TOKENS", "SEP", "TAG_CLOSE", "TAG_OPEN", "UNK", "Tokenizer",
+           "brief_pieces", "build_tokenizer", "research_tokenizer", "text_pieces"]
 
 PAD, BOS, SEP, EOS, UNK = "<pad>", "<bos>", "<sep>", "<eos>", "<unk>"
 TAG_OPEN, TAG_CLOSE = "<alpha>", "</alpha>"
@@ -131,3 +132,28 @@ def build_tokenizer(briefs: Iterable[str] | None = None) -> Tokenizer:
     for w in sorted(words):
         add(w)
     return Tokenizer(tokens)
+
+
+#: Tokens a multi-turn research policy (:mod:`gymkit.train.research_rl`) adds after a
+#: vocabulary's own: the tool verbs it writes (``<submit> i`` names its i-th backtest), and the
+#: bucketed observation it reads (``obs:<field>:<bucket>``; ``obs:calls:K``, K = 0..32 calls left).
+RESEARCH_TOKENS: tuple[str, ...] = (
+    "<backtest>", "<describe>", "<submit>", "<obs>", "</obs>",
+    "obs:valid", "obs:invalid", "obs:error", "obs:described", "obs:over",
+    *(f"obs:reward:{i}" for i in range(9)), *(f"obs:cpcv:{i}" for i in range(9)),
+    *(f"obs:corr:{i}" for i in range(4)), *(f"obs:calls:{i}" for i in range(33)),
+)
+
+
+def research_tokenizer(tok: Tokenizer) -> Tokenizer:
+    """``tok`` with :data:`RESEARCH_TOKENS` appended (those it lacks, in that order).
+
+    Backward compatible: every existing token keeps its id, so a single-turn policy's
+    encodings are unchanged and its embedding table only grows at the end; idempotent."""
+    have = set(tok.tokens)
+    return Tokenizer([*tok.tokens, *(t for t in RESEARCH_TOKENS if t not in have)])
+
+
+def text_pieces(text: str) -> list[str]:
+    """The pieces :meth:`Tokenizer.encode_answer` splits a formula (or any answer text) into."""
+    return _FORMULA_RE.findall(text)

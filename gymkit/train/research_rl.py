@@ -287,7 +287,10 @@ def episode_row(r: Rollout) -> dict[str, Any]:
             "submitted": res.submitted, "valid": res.valid, "card_reward": res.card_reward,
             "n_calls": res.n_calls, "n_trials": res.n_trials, "n_effective": res.n_effective,
             "deflation": res.deflation, "submitted_formula": None if card is None else card.formula,
-            "untested_submit": bool(res.submitted and res.n_calls > 0 and key not in keys),
+            "untested_submit": bool(res.submitted and res.n_calls > 0 and key not in keys
+                                    and (card is None or card.formula not in tested)),
+            "invalid_submit_after_backtest": bool(res.submitted and not res.valid
+                                                  and card is not None and card.formula in tested),
             "repeat_backtests": repeats, "action_errors": errors,
             "policy_tokens": int(sum(r.mask)),
             "transcript_sha256": hashlib.sha256(canonical_json(r.ep.transcript()).encode()
@@ -472,7 +475,8 @@ def hill_climb_baseline(renv: Any, briefs: Sequence[Any], budget: int) -> dict[s
 def readout(rows: Sequence[dict[str, Any]], top: int = 20) -> dict[str, Any]:
     """The top-``top`` episodes by reward, each flagged where it looks like a hack: tool spam
     (a formula backtested twice, or action errors), an untested submit (calls made, the
-    submitted form never backtested), mining (every call a distinct backtested trial)."""
+    submitted formula never backtested), mining (two or more calls, each a distinct valid
+    backtested trial)."""
     best = sorted(rows, key=lambda r: (-r["reward"], r.get("step", 0), r["brief_id"]))[:top]
     out = []
     for r in best:

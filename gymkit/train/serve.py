@@ -246,7 +246,10 @@ def _handler(policy: PolicyServer) -> type[BaseHTTPRequestHandler]:
                 self._error(404, f"no route {self.path}")
                 return
             try:
-                body = json.loads(raw or b"{}")
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError as exc:
+                    raise RequestError(f"the request body is not JSON: {exc}") from None
                 done = policy.complete(body)
             except (ValueError, RequestError) as exc:
                 self._error(400, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

@@ -172,7 +172,8 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
             "bytes_per_formula": nbytes // len(fs), "achieved_GBps": round(nbytes / total / 1e9, 1),
             "share_of_bw": round(nbytes / total / H200_BW, 4),
             "libm_values": libm.stats["cells"], "libm_host_values": libm.stats["host"],
-            "triton_rowsum": rowsum.status["triton"], "triton_scans": scans.status["triton"]}
+            "triton_rowsum": rowsum.status["triton"], "triton_group": rowsum.status.get("group"),
+            "triton_scans": scans.status["triton"]}
 
 
 def gate(fs: list[str], ref: list, got: list) -> dict:
@@ -298,10 +299,11 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
                 state["paused"] -= 1
         return wrapper
 
-    patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu")]
+    patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu"),
+               (rowsum, "_triton_group")]
     saved = {(m, n): getattr(m, n) for m, n in patches}
     saved_api = {(m, n): getattr(m, n) for m, n in ((scans, "window_sums"), (scans, "ema"), (rowsum, "neumaier_sum"),
-                                                  (rowsum, "seq_sum"), (rowsum, "one_kernel"))}
+                                                  (rowsum, "seq_sum"), (rowsum, "group_sums"))}
 
     def run(mode: str) -> float:
         def call(op, node, args, dpanel):
@@ -351,7 +353,8 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
             scans.ema = counted(scans.ema, scans.ema_chain)
             rowsum.neumaier_sum = counted(rowsum.neumaier_sum, rowsum._chain_neumaier)
             rowsum.seq_sum = counted(rowsum.seq_sum, rowsum._chain_sum)
-            rowsum.one_kernel = lambda device: True
+            rowsum.group_sums = counted(rowsum.group_sums, lambda xv, valid, codes, codes_l, g:
+                                        rowsum._chain_group(xv, valid, codes_l, g))
             libm.force_device_path = True  # log/pow as on the device: double-double + host fallback
         else:
             for m, n in patches:

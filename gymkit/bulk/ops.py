@@ -234,13 +234,6 @@ def rank(x: Tensor) -> Tensor:
     return torch.where(r2 > 0.0, v, _NAN)
 
 
-def _neumaier(s: Tensor, c: Tensor, v: Tensor, take: Tensor) -> tuple[Tensor, Tensor]:
-    """One Neumaier step (s + v and its compensation) where ``take``, else (s, c) unchanged."""
-    t = s + v
-    comp = torch.where(torch.abs(s) >= torch.abs(v), (s - t) + v, (v - t) + s)
-    return torch.where(take, t, s), torch.where(take, c + comp, c)
-
-
 def scale(x: Tensor) -> Tensor:
     """Per row: x / Σ|x| over finite values (Neumaier-compensated, in stock order, as the
     CPU kernel: one step per stock); Σ|x| == 0 -> NaN row."""
@@ -252,34 +245,19 @@ def scale(x: Tensor) -> Tensor:
 
 def group_neutralize(x: Tensor, codes: Tensor) -> Tensor:
     """Per row: x minus its group's mean of finite values (Neumaier-compensated sums in
-    stock order, as the CPU kernel); code -1 -> NaN.  The groups' chains are independent,
-    so where :mod:`gymkit.bulk.rowsum` has a one-kernel chain (CUDA) each group's sum is one
-    masked chain over all stocks; else one vectorised step per stock for all groups."""
+    stock order, as the CPU kernel; :func:`gymkit.bulk.rowsum.group_sums`: one kernel on
+    CUDA); code -1 -> NaN."""
     codes_l = [int(g) for g in codes.tolist()]
     n_groups = max(codes_l, default=-1) + 1
     valid = _fin(x) & (codes >= 0)
     if n_groups == 0:
         return _nan_like(x)
     xv = torch.where(valid, x, 0.0)
-    if rowsum.one_kernel(x.device):
-        total = torch.stack([rowsum.neumaier_sum(xv, valid & (codes == g)) for g in range(n_groups)], dim=-1)
-    else:
-        total = _group_sums_by_stock(xv, valid, codes_l, n_groups)
+    total = rowsum.group_sums(xv, valid, codes, codes_l, n_groups)
     member = codes[:, None] == torch.arange(n_groups, device=codes.device)  # not one_hot: it reads back its range
     counts = valid.to(torch.float64) @ member.to(torch.float64)
     mean = (total / torch.clamp(counts, min=1.0))[..., torch.clamp(codes, min=0)]
     return torch.where(valid, clean(x - mean), _NAN)
-
-
-def _group_sums_by_stock(xv: Tensor, valid: Tensor, codes_l: list[int], n_groups: int) -> Tensor:
-    """(..., G) Neumaier sums s + c of each group, one step per stock in stock order."""
-    lead = xv.shape[:-1]
-    sums = [torch.zeros(lead, dtype=xv.dtype, device=xv.device) for _ in range(n_groups)]
-    comp = [torch.zeros_like(sums[0]) for _ in range(n_groups)]
-    for j, g in enumerate(codes_l):
-        if g >= 0:
-            sums[g], comp[g] = _neumaier(sums[g], comp[g], xv[..., j], valid[..., j])
-    return torch.stack([s + c for s, c in zip(sums, comp, strict=True)], dim=-1)
 
 
 # ============================================================== time series (axis -2)

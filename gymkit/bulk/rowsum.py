@@ -11,14 +11,20 @@ random data and falls back to the chain for good if a bit differs (``status`` sa
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["neumaier_sum", "one_kernel", "seq_sum", "status"]
+__all__ = ["group_sums", "interpret", "neumaier_sum", "seq_sum", "status"]
 
-status = {"triton": None}
-"""``triton``: None (not tried yet), True (in use), or why it is not used."""
+status: dict[str, object] = {"triton": None, "group": None}
+"""``triton`` (the row sums) and ``group`` (group_sums): None (not tried yet), True (in use),
+or why not."""
+
+interpret = False
+"""Run the Triton kernels in Triton's interpreter on CPU tensors (tests)."""
 
 _BLOCK = 128
 
@@ -45,6 +51,8 @@ _KERNELS: dict[str, object] = {}
 
 
 def _build() -> None:
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated
     import triton
     import triton.language as tl
 
@@ -53,7 +61,7 @@ def _build() -> None:
         r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         m = r < rows
         ptrs = x_ptr + r
-        acc = tl.zeros([BLOCK], dtype=tl.float64)
+        acc = r.to(tl.float64) * 0.0  # +0.0 (not tl.zeros: a @jit helper the interpreter may miss)
         for _ in range(0, n):
             acc = acc + tl.load(ptrs, mask=m, other=0.0)
             ptrs += rows
@@ -65,8 +73,8 @@ def _build() -> None:
         m = r < rows
         xp = x_ptr + r
         fp = f_ptr + r
-        s = tl.zeros([BLOCK], dtype=tl.float64)
-        c = tl.zeros([BLOCK], dtype=tl.float64)
+        s = r.to(tl.float64) * 0.0
+        c = r.to(tl.float64) * 0.0
         for _ in range(0, n):
             v = tl.load(xp, mask=m, other=0.0)
             take = tl.load(fp, mask=m, other=0) != 0
@@ -78,7 +86,28 @@ def _build() -> None:
             fp += rows
         tl.store(out_ptr + r, s + c, mask=m)
 
-    _KERNELS.update(seq=seq_kernel, neu=neu_kernel, grid=lambda rows: (triton.cdiv(rows, _BLOCK),))
+    @triton.jit
+    def group_kernel(x_ptr, f_ptr, c_ptr, out_ptr, rows, n, n_groups, BLOCK: tl.constexpr):
+        r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        g = tl.program_id(1)
+        m = r < rows
+        xp = x_ptr + r
+        fp = f_ptr + r
+        s = r.to(tl.float64) * 0.0
+        c = r.to(tl.float64) * 0.0
+        for j in range(0, n):
+            code = tl.load(c_ptr + j)
+            v = tl.load(xp, mask=m, other=0.0)
+            take = (tl.load(fp, mask=m, other=0) != 0) & (code == g)
+            t = s + v
+            comp = tl.where(tl.abs(s) >= tl.abs(v), (s - t) + v, (v - t) + s)
+            s = tl.where(take, t, s)
+            c = tl.where(take, c + comp, c)
+            xp += rows
+            fp += rows
+        tl.store(out_ptr + r.to(tl.int64) * n_groups + g, s + c, mask=m)
+
+    _KERNELS.update(seq=seq_kernel, neu=neu_kernel, group=group_kernel)
 
 
 def _columns(x: Tensor) -> tuple[Tensor, int, int]:
@@ -91,7 +120,7 @@ def _columns(x: Tensor) -> tuple[Tensor, int, int]:
 def _triton_seq(terms: Tensor) -> Tensor:
     cols, rows, n = _columns(terms)
     out = torch.empty(rows, dtype=terms.dtype, device=terms.device)
-    _KERNELS["seq"][_KERNELS["grid"](rows)](cols, out, rows, n, BLOCK=_BLOCK)
+    _KERNELS["seq"][(-(-rows // _BLOCK),)](cols, out, rows, n, BLOCK=_BLOCK)
     return out.view(terms.shape[:-1])
 
 
@@ -99,12 +128,36 @@ def _triton_neu(v: Tensor, take: Tensor) -> Tensor:
     cols, rows, n = _columns(v)
     fcols, _, _ = _columns(take.to(torch.int8))
     out = torch.empty(rows, dtype=v.dtype, device=v.device)
-    _KERNELS["neu"][_KERNELS["grid"](rows)](cols, fcols, out, rows, n, BLOCK=_BLOCK)
+    _KERNELS["neu"][(-(-rows // _BLOCK),)](cols, fcols, out, rows, n, BLOCK=_BLOCK)
     return out.view(v.shape[:-1])
 
 
+def _chain_group(xv: Tensor, valid: Tensor, codes_l: list[int], n_groups: int) -> Tensor:
+    """(..., G) Neumaier sums s + c of each group's valid values, one step per stock in stock
+    order (the CPU group_neutralize's chains, all groups at once)."""
+    lead = xv.shape[:-1]
+    sums = [torch.zeros(lead, dtype=xv.dtype, device=xv.device) for _ in range(n_groups)]
+    comp = [torch.zeros_like(sums[0]) for _ in range(n_groups)]
+    for j, g in enumerate(codes_l):
+        if g >= 0:
+            vj, tj = xv[..., j], valid[..., j]
+            t = sums[g] + vj
+            cj = torch.where(torch.abs(sums[g]) >= torch.abs(vj), (sums[g] - t) + vj, (vj - t) + sums[g])
+            sums[g], comp[g] = torch.where(tj, t, sums[g]), torch.where(tj, comp[g] + cj, comp[g])
+    return torch.stack([s + c for s, c in zip(sums, comp, strict=True)], dim=-1)
+
+
+def _triton_group(xv: Tensor, valid: Tensor, codes: Tensor, n_groups: int) -> Tensor:
+    cols, rows, n = _columns(xv)
+    fcols, _, _ = _columns(valid.to(torch.int8))
+    out = torch.empty((rows, n_groups), dtype=xv.dtype, device=xv.device)
+    grid = (-(-rows // _BLOCK), n_groups)
+    _KERNELS["group"][grid](cols, fcols, codes.to(torch.int64).contiguous(), out, rows, n, n_groups, BLOCK=_BLOCK)
+    return out.view(*xv.shape[:-1], n_groups)
+
+
 def _use_triton(device: torch.device) -> bool:
-    if device.type != "cuda":
+    if device.type != ("cpu" if interpret else "cuda"):
         return False
     if status["triton"] is None:
         try:
@@ -122,9 +175,34 @@ def _use_triton(device: torch.device) -> bool:
     return status["triton"] is True
 
 
-def one_kernel(device: torch.device) -> bool:
-    """True where a whole chain is one kernel (CUDA with Triton, self-checked)."""
-    return _use_triton(device)
+def _use_group_kernel(device: torch.device) -> bool:
+    """The group kernel has its own self-check (``status["group"]``): if it fails, the
+    sums above keep their kernels."""
+    if not _use_triton(device):
+        return False
+    if status.get("group") is None:
+        try:
+            g = torch.Generator(device="cpu").manual_seed(27)
+            x = (torch.randn(37, 5, 301, generator=g, dtype=torch.float64) * 1e3).to(device)
+            x[..., ::7] = x[..., ::7] * 1e-9
+            take = (torch.rand(37, 5, 301, generator=g) > 0.1).to(device)
+            codes = torch.randint(-1, 7, (301,), generator=g)
+            codes_l = [int(c) for c in codes.tolist()]
+            same = torch.equal(_triton_group(x, take, codes.to(device), 7).view(torch.int64),
+                               _chain_group(x, take, codes_l, 7).view(torch.int64))
+            status["group"] = True if same else "self-check: the group kernel differs from the torch chain"
+        except Exception as exc:
+            status["group"] = f"{type(exc).__name__}: {exc}"[:200]
+    return status["group"] is True
+
+
+def group_sums(xv: Tensor, valid: Tensor, codes: Tensor, codes_l: list[int], n_groups: int) -> Tensor:
+    """(..., G): per group g, the Neumaier-compensated Σ of xv[..., j] over the stocks j with
+    codes[j] == g where ``valid``, in stock order, as ``s + c`` (``codes_l`` = codes as a list).
+    One Triton kernel on CUDA (a thread per row and group), else one step per stock."""
+    if _use_group_kernel(xv.device):
+        return _triton_group(xv, valid, codes, n_groups)
+    return _chain_group(xv, valid, codes_l, n_groups)
 
 
 def seq_sum(terms: Tensor) -> Tensor:

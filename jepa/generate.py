@@ -39,7 +39,8 @@ from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics
 from .training import TrainingData, encode, present_of
 
 __all__ = ["ALPHAS", "DRIFT_SIGN_SEED", "WORLD_TABLE", "WorldSpec", "drift_persistence", "fit_shifts", "impute_absent",
-           "make_world", "shift_response", "stat_spreads", "tile_latents", "transient_drift"]
+           "make_world", "response_matrix", "selective_shifts", "shift_response", "stat_spreads",
+           "tile_latents", "transient_drift"]
 
 #: Shift sizes of the shift gate, in units of the train-window spread.
 ALPHAS: tuple[float, ...] = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -73,13 +74,61 @@ def _returns_windows(data: TrainingData, starts: np.ndarray, w: int) -> np.ndarr
     return r[np.asarray(starts)[:, None] + np.arange(w)[None, :]]
 
 
-def fit_shifts(model, data: TrainingData) -> ShiftDirections:
-    """Shift directions from latents of train windows every 7 days (:mod:`.shifts`)."""
+def _fit_windows(model, data: TrainingData) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, latents) of the train windows every 7 days the directions are fitted on."""
     w = model.config.window
     starts = np.arange(0, data.n_days - w + 1, _SHIFT_STRIDE, dtype=np.int64)
-    stats = window_statistics(_returns_windows(data, starts, w))
-    z = impute_absent(encode(model, data, starts), present_of(data, starts, w))
+    return starts, impute_absent(encode(model, data, starts), present_of(data, starts, w))
+
+
+def fit_shifts(model, data: TrainingData) -> ShiftDirections:
+    """Shift directions from latents of train windows every 7 days (:mod:`.shifts`)."""
+    starts, z = _fit_windows(model, data)
+    stats = window_statistics(_returns_windows(data, starts, model.config.window))
     return ShiftDirections.fit(z, stats, SHIFT_ORDER)
+
+
+def response_matrix(model, decoder, dirs: ShiftDirections, data: TrainingData, pool: ResidualPool,
+                    latents: np.ndarray, seed: int) -> np.ndarray:
+    """(4, len(dirs.names)): each statistic's move (:data:`SHIFT_ORDER` rows, train-spread
+    units) per unit α along each direction of ``dirs``, (α = +2 minus α = −2) / 4, the move the
+    shift gate measures; one bootstrap draw (``seed``) for all."""
+    w = model.config.window
+    spreads = stat_spreads(data, w)
+    src = bootstrap_days(pool.n_days, np.random.default_rng(seed))
+    lo, hi = ALPHAS[0], ALPHAS[-1]
+    out = np.empty((len(SHIFT_ORDER), len(dirs.names)))
+    for c, name in enumerate(dirs.names):
+        st = [world_statistics(make_world(model, decoder, dirs, data, pool, latents, name, a, src), w)
+              for a in (lo, hi)]
+        out[:, c] = [(st[1][k] - st[0][k]) / spreads[k] / (hi - lo) for k in SHIFT_ORDER]
+    return out
+
+
+def selective_shifts(model, decoder, stored: ShiftDirections, data: TrainingData,
+                     pool: ResidualPool, latents: np.ndarray, seed: int,
+                     ) -> tuple[ShiftDirections, dict]:
+    """Selective directions (:func:`.shifts.selective_directions`) and how they were fitted.
+
+    Basis: the :data:`~.shifts.SELECTIVE_BASIS` principal directions of the latents of train
+    windows every 7 days; their :func:`response_matrix` on the calibration draw ``seed`` (a
+    draw no gate uses); ``stored`` (the checkpoint's) is the fallback of a channel without a
+    solution.  Returns the directions and a JSON-ready record for the manifest."""
+    from .shifts import (
+        SELECTIVE_BASIS,
+        SELECTIVE_MARGIN,
+        principal_directions,
+        selective_directions,
+    )
+
+    z = _fit_windows(model, data)[1]
+    basis = principal_directions(z, SELECTIVE_BASIS)
+    resp = response_matrix(model, decoder, basis, data, pool, latents, seed)
+    dirs, fit = selective_directions(basis, resp, z, stored, SHIFT_ORDER, SELECTIVE_MARGIN)
+    record = {"method": "selective", "basis": len(basis.names), "margin": SELECTIVE_MARGIN,
+              "calibration_seed": seed, "response_matrix": resp.tolist(), "channels": fit,
+              "spreads": dirs.spreads.tolist(), "cosines": dirs.raw_cosines.tolist()}
+    return dirs, record
 
 
 def impute_absent(latents: np.ndarray, present: np.ndarray | None) -> np.ndarray:

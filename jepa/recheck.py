@@ -1,8 +1,9 @@
 """Recompute a worlds manifest's reproducible figures from its checkpoint (needs torch).
 
 ``python -m gymkit.jepa.recheck [MANIFEST]`` prints one JSON object: the global gate figures
-(collapse, prediction, unshifted decode), every world's shift-gate response and the sha256 of
-every kept world regenerated from its bootstrap seed.  In portable mode (:mod:`.portable`) each must equal the manifest bit for
+(collapse, prediction, unshifted decode), the fit of selective shift directions when the manifest
+has one, every world's shift-gate response and the sha256 of every kept world regenerated from
+its bootstrap seed.  In portable mode (:mod:`.portable`) each must equal the manifest bit for
 bit on any x86-64-v3 machine; ``gymkit jepa check`` runs it that way and compares.
 """
 
@@ -45,7 +46,7 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
 
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
-    from .generate import WORLD_TABLE, make_world, shift_response, tile_latents
+    from .generate import WORLD_TABLE, make_world, selective_shifts, shift_response, tile_latents
     from .training import prepare
     from .worlds import file_sha256
 
@@ -58,8 +59,13 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
     data = prepare(panel, ck.model.config)
     pool = ResidualPool.build(data.arrays, ck.model.config.window)
     latents = tile_latents(ck.model, data)
+    dirs, directions = ck.shifts, None
+    if "shift_directions" in man:  # selective directions: fitted again on their calibration draw
+        dirs, directions = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool, latents,
+                                            man["shift_directions"]["calibration_seed"])
     out = {**global_gate_figures(ck, data, pool, latents, man["seed"], panel), "worlds": {},
-           "shift_response": {s.name: shift_response(ck.model, ck.decoder, ck.shifts, data, pool,
+           "shift_directions": directions,
+           "shift_response": {s.name: shift_response(ck.model, ck.decoder, dirs, data, pool,
                                                      latents, s.channel, man["seed"] + 100)
                               for s in WORLD_TABLE}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,7 +74,7 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
                 continue
             spec = next(s for s in WORLD_TABLE if s.name == w["name"])
             src = bootstrap_days(pool.n_days, np.random.default_rng(w["bootstrap_seed"]))
-            arrays = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents,
+            arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
                                 spec.channel, spec.alpha, src)
             path = Path(tmp) / w["file"]
             save_market(arrays, path, seed=w["bootstrap_seed"])
@@ -80,6 +86,8 @@ def compare(figures: dict, manifest: dict) -> list[str]:
     """Every figure of ``figures`` that differs from ``manifest`` ([] when all are equal)."""
     bad = [f"global gate {k}: {figures[k]} != {manifest['global_gates'][k]}"
            for k in ("collapse", "prediction", "decode") if figures[k] != manifest["global_gates"][k]]
+    if figures.get("shift_directions") != manifest.get("shift_directions"):
+        bad.append("selective shift directions: their fit differs")
     for w in manifest["worlds"]:
         if figures["shift_response"][w["name"]] != w["shift_gate"]["response"]:
             bad.append(f"world {w['name']}: shift-gate response differs")

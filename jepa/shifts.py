@@ -18,6 +18,13 @@ The four are Gram–Schmidt orthogonalised in :data:`SHIFT_ORDER` (the regime ch
 first) and normalised; a channel's *spread* is the std over train windows of the latents'
 projection on its unit direction, so a shift of size α moves every window's latent by
 α·spread along the direction — α in units of the train-window spread.
+
+*Selective* directions (``gymkit jepa worlds --shifts selective``; the stored ones stay the
+default): combinations of the top :data:`SELECTIVE_BASIS` principal directions of the
+train-window latents whose measured first-order effect on the decoded worlds moves the
+channel's own statistic and the others at most :data:`SELECTIVE_MARGIN` × as much
+(:func:`selective_directions`; the responses are measured by
+:func:`gymkit.jepa.generate.response_matrix`; why: jepa/README.md).
 """
 
 from __future__ import annotations
@@ -28,10 +35,18 @@ import numpy as np
 
 from .geometry import geometry_of_windows
 
-__all__ = ["SHIFT_ORDER", "ShiftDirections", "shift", "window_statistics"]
+__all__ = ["SELECTIVE_BASIS", "SELECTIVE_MARGIN", "SHIFT_ORDER", "ShiftDirections",
+           "principal_directions", "selective_coefficients", "selective_directions", "shift",
+           "window_statistics"]
 
 #: Channels in Gram–Schmidt order.
 SHIFT_ORDER: tuple[str, ...] = ("volatility", "correlation", "trend", "dispersion")
+#: Selective directions (:func:`selective_directions`): the number of principal directions of
+#: the train-window latents they are combined from, and the largest response of another
+#: statistic the fit allows per unit of the channel's own (first order, on a calibration draw
+#: that is not the shift gate's: a margin under the gate's 0.5, which is unchanged).
+SELECTIVE_BASIS = 12
+SELECTIVE_MARGIN = 0.25
 
 
 def window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
@@ -127,3 +142,67 @@ def shift(latents: np.ndarray, dirs: ShiftDirections, name: str, alpha: float) -
     i = dirs.index(name)
     step = alpha * dirs.spreads[i] * dirs.directions[i]
     return latents + step.reshape(latents.shape[1:])[None]
+
+
+def principal_directions(latents: np.ndarray, p: int = SELECTIVE_BASIS) -> ShiftDirections:
+    """The top ``p`` principal directions of (K, N, D) train-window latents (flattened to N·D)
+    as channels ``pc0 … pc{p-1}``, each with its train-window spread (module doc)."""
+    flat = latents.reshape(latents.shape[0], -1)
+    centred = flat - flat.mean(axis=0)
+    p = min(int(p), *centred.shape)
+    vt = np.linalg.svd(centred, full_matrices=False)[2][:p]
+    return ShiftDirections(tuple(f"pc{i}" for i in range(p)), vt, (centred @ vt.T).std(axis=0),
+                           vt @ vt.T)
+
+
+def selective_coefficients(response: np.ndarray, k: int,
+                           margin: float = SELECTIVE_MARGIN) -> np.ndarray | None:
+    """The smallest ``a`` (Euclidean norm) with ``response[k] @ a == 1`` and
+    ``|response[j] @ a| <= margin`` for every other row ``j``; ``None`` when none exists.
+
+    ``response`` (S, P): row = a statistic, column = its move per unit shift along a basis
+    direction.  Exact: every choice of active constraints (each other row free, at +margin or
+    at −margin) is solved by least norm and the feasible one of least norm is kept."""
+    import itertools
+
+    others = [j for j in range(response.shape[0]) if j != k]
+    best = None
+    for signs in itertools.product((0.0, -1.0, 1.0), repeat=len(others)):
+        rows = [response[k], *(response[j] for j, sg in zip(others, signs, strict=True) if sg)]
+        rhs = np.array([1.0, *(sg * margin for sg in signs if sg)])
+        a = np.linalg.pinv(np.array(rows)) @ rhs
+        if not np.allclose(np.array(rows) @ a, rhs, rtol=0.0, atol=1e-9):
+            continue  # these constraints cannot all be active at once
+        if all(abs(response[j] @ a) <= margin + 1e-9 for j in others) and (
+                best is None or a @ a < best @ best):
+            best = a
+    return best
+
+
+def selective_directions(basis: ShiftDirections, response: np.ndarray, latents: np.ndarray,
+                         fallback: ShiftDirections, order: tuple[str, ...] = SHIFT_ORDER,
+                         margin: float = SELECTIVE_MARGIN) -> tuple[ShiftDirections, dict]:
+    """Channel directions that move their own statistic and, to first order, the others at
+    most ``margin`` × as much.
+
+    ``response`` (len(order), P): each statistic's move per unit α along each ``basis``
+    direction (its rows in ``order``).  Channel k's latent step is Σ_c a_c·spread_c·dir_c with
+    ``a`` = :func:`selective_coefficients` (k), normalised; its spread is the train-window
+    spread of ``latents`` along it, as for every channel, so α keeps its units.  A channel
+    without a solution keeps its ``fallback`` direction.  Returns the directions
+    (``raw_cosines``: their cosines) and, per channel, the coefficients and the predicted
+    response ``response @ a`` (None for a fallback)."""
+    flat = latents.reshape(latents.shape[0], -1)
+    centred = flat - flat.mean(axis=0)
+    dirs, fit = [], {}
+    for k, name in enumerate(order):
+        a = selective_coefficients(response, k, margin)
+        if a is None:
+            dirs.append(fallback.directions[fallback.index(name)])
+            fit[name] = None
+            continue
+        v = (a * basis.spreads) @ basis.directions
+        dirs.append(v / np.linalg.norm(v))
+        fit[name] = {"coefficients": a.tolist(), "predicted": (response @ a).tolist()}
+    d = np.array(dirs)
+    return ShiftDirections(tuple(order), d, (centred @ d.T).std(axis=0), d @ d.T), fit

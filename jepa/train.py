@@ -35,6 +35,11 @@ WORLD_SEED = 20250821
 #: shrinks on a short train window so that 10 training pairs fit: :func:`short_config`).
 SHORT_CONFIG = {"epochs": 1, "stride": 97, "batch": 8}
 SHORT_DECODER_STEPS = 20
+#: ``gymkit jepa worlds --shifts``: the checkpoint's stored directions or the selective ones.
+SHIFT_METHODS = ("stored", "selective")
+#: The selective directions' calibration draw is bootstrap seed ``seed + CALIBRATION_OFFSET``
+#: (the worlds use ``seed + i``, the shift gate ``seed + 100``, the unshifted decode ``seed − 1``).
+CALIBRATION_OFFSET = 200
 
 
 def short_config(n_days: int):
@@ -113,12 +118,15 @@ def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int 
 
 def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, seed: int = WORLD_SEED,
                  prefix: str = "us46", ranking: bool = True, split: Split | None = None,
-                 log=sys.stderr) -> dict:
+                 shifts: str = "stored", log=sys.stderr) -> dict:
     """Decode, gate and save the stress worlds of ``checkpoint`` for train panel ``panel``.
 
     ``split``: the split the ranking gate's formulas are scored under (default: the default
-    market's; a user market passes its own).  Writes ``<prefix>_world_<name>.npz`` for each
-    kept world and ``<prefix>_worlds.json`` (manifest, every gate figure); returns the manifest.
+    market's; a user market passes its own).  ``shifts``: ``"stored"`` (the checkpoint's
+    directions) or ``"selective"`` (:func:`~gymkit.jepa.generate.selective_shifts`, fitted on
+    the calibration draw ``seed`` + :data:`CALIBRATION_OFFSET`; the manifest records the fit
+    under ``shift_directions``).  Writes ``<prefix>_world_<name>.npz`` for each kept world and
+    ``<prefix>_worlds.json`` (manifest, every gate figure); returns the manifest.
     """
 
     from gymkit.data.default import save_market
@@ -139,7 +147,9 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     if ck.meta["data_fingerprint"] != panel.fingerprint:
         raise ValueError("the checkpoint was trained on another train panel "
                          f"({ck.meta['data_fingerprint'][:12]} != {panel.fingerprint[:12]})")
-    model, dec, shifts = ck.model, ck.decoder, ck.shifts
+    if shifts not in SHIFT_METHODS:
+        raise ValueError(f"shifts must be one of {list(SHIFT_METHODS)}, got {shifts!r}")
+    model, dec = ck.model, ck.decoder
     data = prepare(panel, model.config)
     out_dir = Path(out_dir)
     w = model.config.window
@@ -147,6 +157,15 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     latents = tile_latents(model, data)
     global_gates = global_gate_figures(ck, data, pool, latents, seed, panel)
     print("jepa worlds: global gates done", file=log, flush=True)
+    directions = None
+    if shifts == "selective":
+        from .generate import selective_shifts
+
+        dirs, directions = selective_shifts(model, dec, ck.shifts, data, pool, latents,
+                                            seed + CALIBRATION_OFFSET)
+        print("jepa worlds: selective shift directions fitted", file=log, flush=True)
+    else:
+        dirs = ck.shifts
 
     ranking_set = RankingSet.label(panel, split) if ranking else None
     labelled = ranking_set.labelled if ranking_set is not None else []
@@ -154,9 +173,9 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     base_stats = world_statistics(_arrays_of(panel), w)
     for i, spec in enumerate(WORLD_TABLE):
         src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i))
-        arrays = make_world(model, dec, shifts, data, pool, latents, spec.channel, spec.alpha, src)
+        arrays = make_world(model, dec, dirs, data, pool, latents, spec.channel, spec.alpha, src)
         wp = world_panel(arrays)
-        response = shift_response(model, dec, shifts, data, pool, latents, spec.channel, seed + 100)
+        response = shift_response(model, dec, dirs, data, pool, latents, spec.channel, seed + 100)
         sg = gates.shift_gate(response, spec.channel)
         entry: dict = {"name": spec.name, "channel": spec.channel, "alpha": spec.alpha,
                        "bootstrap_seed": seed + i, "fingerprint": wp.fingerprint,
@@ -202,6 +221,8 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
         "seed": seed, "block_days": 63, "global_gates": global_gates, "ranking": ranking_fig,
         "labelled": [x.__dict__ for x in labelled], "worlds": manifest_worlds,
     }
+    if directions is not None:  # the stored directions add no key: their manifests are unchanged
+        manifest["shift_directions"] = directions
     (out_dir / f"{prefix}_worlds.json").write_text(
         json.dumps(manifest, indent=1, sort_keys=True, default=_json_default) + "\n", encoding="utf-8")
     return manifest
@@ -245,6 +266,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "or fewer on a short market, batch 8, 20 decoder steps); its model gates "
                         "are not expected to pass")
     p.add_argument("--seed", type=int, default=None, help="training seed / world seed")
+    p.add_argument("--shifts", choices=SHIFT_METHODS, default="stored",
+                   help="worlds: the checkpoint's shift directions (stored, default) or directions "
+                        "fitted to move one statistic each (selective; jepa/README.md)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -254,6 +278,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
     """The ``gymkit jepa`` command line that :func:`configure` parses into ``args``."""
     argv = ["jepa", args.action, "--threads", str(args.threads), "--device", args.device]
     argv += ["--short"] if getattr(args, "short", False) else []
+    argv += ["--shifts", args.shifts] if getattr(args, "shifts", "stored") != "stored" else []
     for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed),
                         ("--checkpoint", args.checkpoint), ("--out", args.out)):
         if value is not None:
@@ -317,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     man = build_worlds(args.checkpoint, panel, args.out,
                        seed=WORLD_SEED if args.seed is None else args.seed, prefix=prefix,
-                       split=None if args.market is None else split)
+                       split=None if args.market is None else split, shifts=args.shifts)
     for wd in man["worlds"]:
         status = "kept" if wd["kept"] else "DROPPED (" + "; ".join(wd["dropped_because"]) + ")"
         print(f"world {wd['name']:12s} {status}")

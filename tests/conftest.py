@@ -66,11 +66,32 @@ def verifiers04_venv():
             base.touch()
         stamp = hashlib.sha256(str(repo).encode() + (repo / "pyproject.toml").read_bytes())
         mark = path / f".gymkit-{stamp.hexdigest()[:16]}"
-        if not mark.exists():  # the index answered above, so a failure here is gymkit's
+        # The venv is shared by every checkout on the machine (a CI clone, a worktree): the
+        # mark says this checkout's pyproject was installed once, not that the editable
+        # install still points here, so where gymkit imports from is checked too.
+        if not mark.exists() or not _imports_from(py, "gymkit", repo):
             p = run([str(py), "-m", "pip", "install", "-q", "-e", str(repo)])
             assert p.returncode == 0, f"pip install -e {repo} into {path}: {tail(p, 8)}"
             mark.touch()
     return path
+
+
+def _imports_from(py, module: str, root) -> bool:
+    """True when ``module`` imports in the venv of interpreter ``py`` from a file under ``root``
+    (an editable install of this checkout, not another one's)."""
+    import subprocess
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run([str(py), "-c", f"import {module}; print({module}.__file__)"],
+                       capture_output=True, text=True, cwd=Path(py).parents[2], env=env, timeout=300)
+    return p.returncode == 0 and Path(p.stdout.strip()).resolve().is_relative_to(Path(root).resolve())
+
+
+@pytest.fixture(scope="session")
+def imports_from():
+    """:func:`_imports_from`, for tests that install more of this checkout into a shared venv."""
+    return _imports_from
 
 
 class CountingStr(str):

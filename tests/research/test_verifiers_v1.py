@@ -52,7 +52,7 @@ def _tail(p: subprocess.CompletedProcess, n: int = 3) -> str:
 
 
 @pytest.fixture(scope="module")
-def venv(verifiers04_venv) -> Path:
+def venv(verifiers04_venv, imports_from) -> Path:
     """The shared verifiers-0.4.0 venv (tests/conftest.py) with gymkit-research installed."""
     path = verifiers04_venv
     py = path / "bin" / "python"
@@ -61,7 +61,7 @@ def venv(verifiers04_venv) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = hashlib.sha256(str(pkg).encode() + (pkg / "pyproject.toml").read_bytes())
         mark = path / f".gymkit-research-{stamp.hexdigest()[:16]}"
-        if not mark.exists():
+        if not mark.exists() or not imports_from(py, "gymkit_research", pkg):
             p = _run([str(py), "-m", "pip", "install", "-q", "--no-deps", "-e", str(pkg)])
             assert p.returncode == 0, f"pip install -e {pkg} into {path}: {_tail(p, 8)}"
             mark.touch()

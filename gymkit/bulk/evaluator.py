@@ -4,8 +4,10 @@
 equal to ``gymkit.dsl.evaluate`` of it (the gate: tests/bulk).  How:
 
 1. Every formula is put in exact form (:func:`gymkit.dsl.canonical.exact_form`), and its
-   calls are numbered by their text: equal texts are bit-identical by the canonical_key
-   contract, so a sub-tree shared by several formulas (or twice by one) is one node.
+   calls are numbered bottom-up by operator and operands (node ids, literals by their
+   bits): equal sub-trees of the exact form (equal texts, bit-identical by the
+   canonical_key contract) get one number, so a sub-tree shared by several formulas (or
+   twice by one) is one node.
 2. Nodes are scheduled by height (a node's height is 1 + its children's highest); at each
    height, nodes of the same operator, window, group level and operand kinds (panel or
    literal; the exponent where ``power`` has a fast path) are stacked along a batch axis
@@ -31,7 +33,6 @@ from gymkit.dsl.canonical import exact_form
 from gymkit.dsl.errors import DSLError
 from gymkit.dsl.operators import FIELDS, LEVELS, OPERATORS
 from gymkit.dsl.parser import parse
-from gymkit.dsl.printer import to_text
 
 __all__ = ["DevicePanel", "Plan", "evaluate_many", "plan"]
 
@@ -101,7 +102,7 @@ def plan(exprs: Sequence[str | Node], panel) -> Plan:
     """Build the shared DAG and the batched schedule of ``exprs`` (texts or ASTs) on ``panel``.
 
     Text is parsed against the panel's fields and levels (DSLError propagates)."""
-    ids: dict[str, int] = {}
+    ids: dict[tuple, int] = {}
     nodes: list[_Node] = []
 
     def visit(node: Node):
@@ -111,9 +112,6 @@ def plan(exprs: Sequence[str | Node], panel) -> Plan:
             return ("f", node.name)
         if not isinstance(node, Call):
             raise DSLError("syntax", -1, f"cannot evaluate a bare {type(node).__name__} node")
-        key = to_text(node)
-        if key in ids:
-            return ids[key]
         spec = OPERATORS.get(node.op)
         if spec is None or len(spec.args) != len(node.args):
             raise DSLError("unknown_operator", -1, f"cannot evaluate operator '{node.op}'")
@@ -127,6 +125,9 @@ def plan(exprs: Sequence[str | Node], panel) -> Plan:
                 args.append(visit(arg))
         if node.op in ops.ELEMENTWISE and all(isinstance(a, float) for a in args):
             return _scalar_call(node.op, args)
+        key = (node.op, tuple(_arg_key(a) for a in args))
+        if key in ids:
+            return ids[key]
         height = 1 + max((nodes[a].height for a in args if isinstance(a, int)), default=0)
         ids[key] = len(nodes)
         nodes.append(_Node(node.op, tuple(args), height))
@@ -141,6 +142,18 @@ def plan(exprs: Sequence[str | Node], panel) -> Plan:
         buckets[(n.height, *_signature(n))].append(i)
     groups = [buckets[k] for k in sorted(buckets, key=lambda k: (k[0], repr(k[1:])))]
     return Plan(nodes, roots, groups)
+
+
+def _arg_key(a) -> tuple:
+    """A call's operand in its node key: a node id, a literal by its exact bits (-0.0 is not
+    0.0), or the window / level / field tuple as is.  Equal keys are equal sub-trees (their
+    operands already merged), so this numbers calls as their text does, in one pass (the
+    text of every sub-tree was printed again at every level: ~1/3 of a cold plan)."""
+    if isinstance(a, int):
+        return ("c", a)
+    if isinstance(a, float):
+        return ("x", a.hex())
+    return a
 
 
 def _signature(n: _Node) -> tuple:

@@ -27,7 +27,7 @@ import numpy as np
 
 from gymkit.briefs import generate_briefs, split_briefs
 from gymkit.research import make_research, research_reward
-from gymkit.research.agent import best_of_random, hill_climb, random_template
+from gymkit.research.agent import best_of_random, hill_climb, valid_start
 
 
 def _stats(rows: list[dict]) -> str:
@@ -61,11 +61,7 @@ def main() -> None:
     out: dict[str, list[dict]] = {"single-shot": [], "hill climb": [], "best-of-random": []}
     wall = dict.fromkeys(out, 0.0)
     for i, b in enumerate(briefs):
-        rng = np.random.default_rng(i)
-        while True:
-            start = random_template(rng)
-            if renv.env.score(f"<alpha>{start.text()}</alpha>").valid:
-                break
+        start = valid_start(np.random.default_rng(i), renv.env)
         for name in out:
             t = time.perf_counter()
             ep = renv.episode(b.text)

@@ -16,13 +16,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .episode import ResearchEpisode, StepResult
 
-__all__ = ["Template", "best_of_random", "hill_climb", "mutate", "random_formula",
-           "random_template", "single_shot"]
+__all__ = [
+    "Template",
+    "best_of_random",
+    "hill_climb",
+    "mutate",
+    "random_formula",
+    "random_template",
+    "single_shot",
+    "valid_start",
+]
 
 FIELDS = ("open", "high", "low", "close", "volume", "returns", "vwap")
 UNARY = ("ts_delta", "ts_mean", "ts_std", "ts_sum", "ts_rank", "ts_max", "ts_min",
@@ -65,6 +74,15 @@ def random_template(rng: np.random.Generator) -> Template:
     f1, f2 = (str(x) for x in rng.choice(FIELDS, size=2, replace=False))
     return Template(kind, 1 if rng.random() < 0.5 else -1, str(_pick(rng, UNARY)), f1,
                     int(_pick(rng, WINDOWS)), str(_pick(rng, UNARY)), f2, int(_pick(rng, WINDOWS)))
+
+
+def valid_start(rng: np.random.Generator, env: Any) -> Template:
+    """The first :func:`random_template` draw from ``rng`` that ``env`` scores valid: the start
+    formula of the scripted baselines (the benchmark's and ``gymkit train research``'s)."""
+    while True:
+        start = random_template(rng)
+        if env.score(f"<alpha>{start.text()}</alpha>").valid:
+            return start
 
 
 def random_formula(rng: np.random.Generator) -> str:

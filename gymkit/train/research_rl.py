@@ -453,15 +453,11 @@ def evaluate(model: Any, tok: Tokenizer, renv: Any, briefs: Sequence[Any], cfg: 
 def hill_climb_baseline(renv: Any, briefs: Sequence[Any], budget: int) -> dict[str, Any]:
     """The scripted hill climb (and its start formula submitted alone) on ``briefs``, seeded
     as ``benchmarks/bench_research.py`` seeds it."""
-    from gymkit.research.agent import hill_climb, random_template
+    from gymkit.research.agent import hill_climb, valid_start
 
     out: dict[str, list[dict[str, Any]]] = {"hill_climb": [], "single_shot": []}
     for i, b in enumerate(briefs):
-        rng = np.random.default_rng(i)
-        while True:
-            start = random_template(rng)
-            if renv.env.score(f"<alpha>{start.text()}</alpha>").valid:
-                break
+        start = valid_start(np.random.default_rng(i), renv.env)
         for name in out:
             ep = renv.episode(b.text, budget)
             if name == "hill_climb":

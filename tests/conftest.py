@@ -120,3 +120,39 @@ def serial_pytest_opts() -> tuple[str, ...]:
     """pytest options for this suite run inside another venv that has no pytest-xdist: the
     project's addopts without ``-n`` (the parallel run), as an ``-o addopts=`` override."""
     return ("-o", "addopts=-ra --import-mode=importlib -p no:cacheprovider")
+
+
+def _fit_tiny_warm_start(run, formulas, n_briefs: int, steps: int) -> None:
+    """A seeded 2-layer, width-32 policy fitted to (train brief i -> formulas[i % len]) for the
+    first ``n_briefs`` train briefs over ``steps`` full-batch AdamW steps, saved as ``run/sft``."""
+    from pathlib import Path
+
+    import torch
+
+    from gymkit.briefs import generate_briefs, split_briefs
+    from gymkit.train.policy import PolicyConfig, deterministic, new_policy, save_policy
+    from gymkit.train.sft import _batch
+    from gymkit.train.tokenizer import build_tokenizer
+
+    deterministic(1)
+    tok = build_tokenizer()
+    briefs = split_briefs(generate_briefs(), "train")[:n_briefs]
+    pairs = [(tok.encode_brief(b.text), tok.encode_answer(formulas[i % len(formulas)]))
+             for i, b in enumerate(briefs)]
+    cfg = PolicyConfig(layers=2, width=32, heads=2)
+    model = new_policy(tok, cfg, seed=0)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        ids, labels = _batch(tok, pairs)
+        loss = model(input_ids=ids, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    save_policy(model, tok, Path(run) / "sft", cfg)
+
+
+@pytest.fixture(scope="session")
+def tiny_warm_start():
+    """:func:`_fit_tiny_warm_start`: a tiny single-turn warm start for trainer tests."""
+    return _fit_tiny_warm_start

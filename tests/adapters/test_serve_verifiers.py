@@ -37,12 +37,12 @@ def _train_helpers():
 
 
 @pytest.fixture(scope="module")
-def policy_run(tmp_path_factory) -> Path:
+def policy_run(tmp_path_factory, tiny_warm_start) -> Path:
     """A tiny trained research policy: RUN/research/policy."""
     from gymkit.train.research_rl import ci_config, run_research
 
     base = tmp_path_factory.mktemp("serve-policy")
-    _train_helpers().tiny_warm_start(base / "warm")
+    tiny_warm_start(base / "warm", _train_helpers().FORMULAS, 32, 100)  # test_research_rl's warm start
     run_research(ci_config(0), base / "run", base / "warm", log=lambda line: None)
     return base / "run"
 

@@ -47,32 +47,6 @@ def renv():
     return make_research("us46-research")
 
 
-def tiny_warm_start(run: Path) -> None:
-    """A seeded 2-layer single-turn policy fitted to (train brief -> one of FORMULAS), as RUN/sft."""
-    import torch
-
-    from gymkit.briefs import generate_briefs, split_briefs
-    from gymkit.train.policy import PolicyConfig, deterministic, new_policy, save_policy
-    from gymkit.train.sft import _batch
-
-    deterministic(1)
-    tok = build_tokenizer()
-    briefs = split_briefs(generate_briefs(), "train")[:32]
-    pairs = [(tok.encode_brief(b.text), tok.encode_answer(FORMULAS[i % len(FORMULAS)]))
-             for i, b in enumerate(briefs)]
-    cfg = PolicyConfig(layers=2, width=32, heads=2)
-    model = new_policy(tok, cfg, seed=0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(100):
-        ids, labels = _batch(tok, pairs)
-        loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    save_policy(model, tok, run / "sft", cfg)
-
-
 # ------------------------------------------------------------------ tokenizer and token stream
 def test_research_tokenizer_keeps_every_single_turn_id(tok, tmp_path) -> None:
     """Backward compatible: old ids, encodings and the saved single-turn bytes are unchanged."""
@@ -168,9 +142,9 @@ def _cli(args: list[str], ledger: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def ci_runs(tmp_path_factory):
+def ci_runs(tmp_path_factory, tiny_warm_start):
     base = tmp_path_factory.mktemp("research-ci")
-    tiny_warm_start(base / "warm")
+    tiny_warm_start(base / "warm", FORMULAS, 32, 100)
     ledger = base / "ledger.sqlite"
     outs = []
     for name in ("a", "b"):

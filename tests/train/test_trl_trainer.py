@@ -25,41 +25,13 @@ FORMULAS = ("rank(-ts_sum(returns, 5))", "rank(ts_mean(volume, 20))", "-ts_std(r
             "ts_zscore(vwap, 15)")
 
 
-def _tiny_warm_start(run: Path) -> None:
-    """A seeded 2-layer policy fitted to (train brief -> one of FORMULAS) pairs, saved as RUN/sft."""
-    import torch
-
-    from gymkit.briefs import generate_briefs, split_briefs
-    from gymkit.train.policy import PolicyConfig, deterministic, new_policy, save_policy
-    from gymkit.train.sft import _batch
-    from gymkit.train.tokenizer import build_tokenizer
-
-    deterministic(1)
-    tok = build_tokenizer()
-    briefs = split_briefs(generate_briefs(), "train")[:24]
-    pairs = [(tok.encode_brief(b.text), tok.encode_answer(FORMULAS[i % len(FORMULAS)]))
-             for i, b in enumerate(briefs)]
-    cfg = PolicyConfig(layers=2, width=32, heads=2)
-    model = new_policy(tok, cfg, seed=0)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(120):
-        ids, labels = _batch(tok, pairs)
-        loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    save_policy(model, tok, run / "sft", cfg)
-    (run / "sft" / "config.json").is_file() or pytest.fail("warm start not written")
-
-
 @pytest.fixture(scope="module")
-def trl_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def trl_run(tmp_path_factory: pytest.TempPathFactory, tiny_warm_start) -> Path:
     from gymkit.train.rl import RLConfig
     from gymkit.train.trl_trainer import run_rl_trl
 
     run = tmp_path_factory.mktemp("trl-run")
-    _tiny_warm_start(run)
+    tiny_warm_start(run, FORMULAS, 24, 120)
     cfg = replace(RLConfig(), steps=4, group=6, briefs_per_step=2, probe_every=2, probe_size=6,
                   max_new=24, lr=3e-3, commit=False)
     run_rl_trl(cfg, run, ledger=run / "ledger.sqlite", log=lambda line: None)

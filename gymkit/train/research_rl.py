@@ -33,9 +33,9 @@ Phases, all in ``RUN/research/``:
    (temperature 1); GDPO advantages (:func:`gymkit.advantages.gdpo_advantages`) over each
    group's episodes on the research reward's channels (the submitted card's channels with R1
    deflated, plus ``tool_cost`` at priority 1; validity = a valid submission; motif-capped
-   cards guarded), divided by the step's std as in :mod:`.rl`; then ``passes`` updates of
-   :func:`.rl.cispo_kl_loss` with :func:`.rl.repo_r` advantages and :class:`.rl.Thermostat`'s
-   zeta, on the policy's own tokens only (prompt and tool observations masked), KL to the
+   cards guarded), divided by the step's std (:func:`.rl.batch_scale`); then ``passes``
+   CISPO + KL updates (:func:`.rl.update_policy`, the single-turn loop's) with
+   :class:`.rl.Thermostat`'s zeta, on the policy's own tokens only (prompt and tool observations masked), KL to the
    format warm start.  Valid submissions are committed to the novelty archive.
 3. **Evaluation** every ``eval_every`` steps (and at 0 and the end): greedy episodes on the
    first ``eval_briefs`` probe briefs (holdout *families* of briefs; every tool still runs
@@ -70,7 +70,7 @@ import torch
 from gymkit.research import TOOL_COST
 
 from .policy import deterministic, load_policy, sample, save_policy
-from .rl import Thermostat, cispo_kl_loss, repo_r
+from .rl import Thermostat, batch_scale, update_policy
 from .tokenizer import TAG_CLOSE, TAG_OPEN, UNK, Tokenizer, research_tokenizer, text_pieces
 
 __all__ = ["CORR_EDGES", "REWARD_EDGES", "ResearchRLConfig", "action_call", "ci_config",
@@ -561,9 +561,7 @@ def run_research(cfg: ResearchRLConfig, run_dir: str | Path, from_run: str | Pat
             times["rollout"] = time.perf_counter() - t
             scored = [group_advantages(env, g) for g in groups]
             advs = np.concatenate([a for a, _ in scored])
-            adv_scale = float(advs.std()) if cfg.batch_norm else 1.0
-            if not adv_scale > 1e-12:
-                adv_scale = 1.0
+            adv_scale = batch_scale(advs, cfg.batch_norm)
             rows = []
             for g, (adv, _) in zip(groups, scored, strict=True):
                 for r, a in zip(g, adv, strict=True):
@@ -575,34 +573,19 @@ def run_research(cfg: ResearchRLConfig, run_dir: str | Path, from_run: str | Pat
                                 if r.ep.final_card is not None and r.ep.final_card.valid])
             all_rows += rows
             t = time.perf_counter()
-            with torch.no_grad():
-                olds = [sequence_logprobs(model, [r.ids for r in g], [r.mask for r in g],
-                                          tok.pad_id) for g in groups]
-                refs = [sequence_logprobs(ref, [r.ids for r in g], [r.mask for r in g],
-                                          tok.pad_id)[0] for g in groups]
-            n_tok = float(sum(o[2].sum() for o in olds))
-            zeta, kl_sum = thermo.zeta, 0.0
-            for _ in range(cfg.passes):
-                opt.zero_grad(set_to_none=True)
-                kl_sum = 0.0
-                for g, (adv, _), (old, _, mask), rf in zip(groups, scored, olds, refs, strict=True):
-                    logp, _, _ = sequence_logprobs(model, [r.ids for r in g], [r.mask for r in g],
-                                                   tok.pad_id)
-                    a_tok = repo_r(torch.tensor(adv / adv_scale, dtype=torch.float32,
-                                                device=logp.device).unsqueeze(1), logp, zeta)
-                    loss, kl = cispo_kl_loss(logp, old, rf, a_tok, mask, cfg.cap, cfg.kl_beta)
-                    (loss / max(n_tok, 1.0)).backward()
-                    kl_sum += float(kl)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
+            zeta = thermo.zeta
+            kl, entropy, n_tok = update_policy(
+                model, ref, opt, lambda m, i, g=groups: sequence_logprobs(
+                    m, [r.ids for r in g[i]], [r.mask for r in g[i]], tok.pad_id),
+                [a for a, _ in scored], adv_scale, zeta, cap=cfg.cap, kl_beta=cfg.kl_beta,
+                passes=cfg.passes)
             times["update"] = time.perf_counter() - t
-            entropy = float(sum(float(o[1].sum()) for o in olds)) / max(n_tok, 1.0)
             thermo.update(entropy)
             valid = np.array([r["valid"] for r in rows])
             rec = {"step": step, **summarise(rows),
                    "nonzero_adv_share": float(np.mean(np.abs(advs) > 1e-9)),
                    "max_invalid_adv": float(advs[~valid].max()) if (~valid).any() else None,
-                   "kl": kl_sum / max(n_tok, 1.0), "entropy": entropy, "zeta": zeta,
+                   "kl": kl, "entropy": entropy, "zeta": zeta,
                    "adv_scale": adv_scale, "policy_tokens": n_tok / len(rows)}
             files["log"].write(_dump(rec) + "\n")
             files["timings"].write(_dump({"step": step, **times}) + "\n")

@@ -51,7 +51,7 @@ from gymkit.verifiers.archive import NoveltyArchive
 
 from .policy import answer_logprobs, deterministic, load_policy, sample, save_policy
 
-__all__ = ["RLConfig", "run_rl"]
+__all__ = ["RLConfig", "batch_scale", "run_rl", "update_policy"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,44 @@ def cispo_kl_loss(logp: torch.Tensor, old: torch.Tensor, ref: torch.Tensor, adv_
     kl = torch.exp(d) - d - 1.0
     loss = (-(weight * adv_tok * logp) + beta * kl) * mask
     return loss.sum(), (kl * mask).sum().detach()
+
+
+def batch_scale(advs: np.ndarray, on: bool = True) -> float:
+    """GDPO's second stage: the std of one step's advantages over all its answers (each group
+    is zero-sum, so only the scale changes: signs, order and zero-sum are kept); 1.0 when
+    ``on`` is False or the std is 0."""
+    scale = float(advs.std()) if on else 1.0
+    return scale if scale > 1e-12 else 1.0
+
+
+def update_policy(model: Any, ref: Any, opt: Any, logprobs: Any, advs: list[np.ndarray],
+                  adv_scale: float, zeta: float, *, cap: float, kl_beta: float,
+                  passes: int) -> tuple[float, float, float]:
+    """``passes`` CISPO + KL optimiser steps (module doc) over the step's groups, shared by the
+    single-turn and the research loops.  ``logprobs(policy, i)`` gives group ``i``'s
+    (token log-probs, token entropies, token mask) under ``policy``; ``advs[i]`` its
+    advantages.  Returns (KL per token, mean token entropy of the sampling policy, tokens)."""
+    n = len(advs)
+    with torch.no_grad():
+        olds = [logprobs(model, i) for i in range(n)]
+        refs = [logprobs(ref, i)[0] for i in range(n)]
+    n_tok = float(sum(o[2].sum() for o in olds))
+    per_tok = max(n_tok, 1.0)
+    kl_sum = 0.0
+    for _ in range(passes):
+        opt.zero_grad(set_to_none=True)
+        kl_sum = 0.0
+        for i, ((old, _, mask), r) in enumerate(zip(olds, refs, strict=True)):
+            logp, _, _ = logprobs(model, i)
+            a_tok = repo_r(torch.tensor(advs[i] / adv_scale, dtype=torch.float32,
+                                        device=logp.device).unsqueeze(1), logp, zeta)
+            loss, kl = cispo_kl_loss(logp, old, r, a_tok, mask, cap, kl_beta)
+            (loss / per_tok).backward()
+            kl_sum += float(kl)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    entropy = float(sum(float(o[1].sum()) for o in olds)) / per_tok
+    return kl_sum / per_tok, entropy, n_tok
 
 
 class Thermostat:
@@ -249,35 +287,15 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 if cfg.commit:
                     env.commit([c for c in cards if c.valid])
             times["score"] = time.perf_counter() - t
-            # GDPO's second stage: batch-wise normalisation of the summed advantages (each group
-            # is zero-sum, so the batch mean is 0 and only the scale changes; signs, the
-            # validity projection's order and zero-sum are kept).
             advs = np.concatenate([a for _, a, _ in scored])  # the env's GDPO advantages
-            adv_scale = float(advs.std()) if cfg.batch_norm else 1.0
-            if not adv_scale > 1e-12:
-                adv_scale = 1.0
+            adv_scale = batch_scale(advs, cfg.batch_norm)
             t = time.perf_counter()
-            with torch.no_grad():
-                olds = [answer_logprobs(model, p, ids, tok.pad_id) for _, p, ids in groups]
-                refs = [answer_logprobs(ref, p, ids, tok.pad_id)[0] for _, p, ids in groups]
-            n_tok = float(sum(o[2].sum() for o in olds))
-            kl_sum = 0.0
             zeta = thermo.zeta
-            for _ in range(cfg.passes):
-                opt.zero_grad(set_to_none=True)
-                kl_sum = 0.0
-                for (_, p, ids), (_, adv, _), (old, _, mask), r in zip(groups, scored, olds, refs,
-                                                                        strict=True):
-                    logp, _, _ = answer_logprobs(model, p, ids, tok.pad_id)
-                    a_tok = repo_r(torch.tensor(adv / adv_scale, dtype=torch.float32, device=logp.device)
-                                   .unsqueeze(1), logp, zeta)
-                    loss, kl = cispo_kl_loss(logp, old, r, a_tok, mask, cfg.cap, cfg.kl_beta)
-                    (loss / n_tok).backward()
-                    kl_sum += float(kl)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
+            kl, entropy, n_tok = update_policy(
+                model, ref, opt, lambda m, i, g=groups: answer_logprobs(m, g[i][1], g[i][2], tok.pad_id),
+                [a for _, a, _ in scored], adv_scale, zeta, cap=cfg.cap, kl_beta=cfg.kl_beta,
+                passes=cfg.passes)
             times["update"] = time.perf_counter() - t
-            entropy = float(sum(float((o[1]).sum()) for o in olds)) / n_tok
             thermo.update(entropy)
             cards = [c for cs, _, _ in scored for c in cs]
             valid = np.array([c.valid for c in cards])
@@ -288,7 +306,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
                 "valid_share": float(valid.mean()),
                 "nonzero_adv_share": float(np.mean(np.abs(advs) > 1e-9)),
                 "max_invalid_adv": float(advs[~valid].max()) if (~valid).any() else None,
-                "kl": kl_sum / n_tok, "entropy": entropy, "zeta": zeta, "adv_scale": adv_scale,
+                "kl": kl, "entropy": entropy, "zeta": zeta, "adv_scale": adv_scale,
                 "families": len({family_of(c.canonical) for c in cards if c.valid and c.canonical}),
                 "mean_tokens": n_tok / len(cards),
             }

@@ -58,8 +58,12 @@ class NoveltyArchive:
         self.capacity = int(capacity)
         self._forms: list[str] = []
         self._pinned: list[bool] = []
-        self._pnl = np.zeros((0, self.n_days))
-        self._z = np.zeros((0, self.n_days))
+        # Rows live in preallocated buffers; ``_slots[k]`` is the buffer row of the k-th entry in
+        # archive order, so a commit writes one row instead of copying the archive (an eviction
+        # reuses the victim's row).  The used rows are always rows 0..len-1 of the buffers.
+        self._pnl_rows = np.zeros((0, self.n_days))
+        self._z_rows = np.zeros((0, self.n_days))
+        self._slots: list[int] = []
         self._index: dict[str, int] = {}
         self.version = 0
         self._digest: str | None = None  # cached content hash, dropped by every change
@@ -85,16 +89,20 @@ class NoveltyArchive:
         h.update(np.int64(self.n_days).tobytes())
         for form, pin in zip(self._forms, self._pinned, strict=True):
             h.update(b"\x1f" + form.encode() + (b"\x01" if pin else b"\x00"))
-        h.update(np.ascontiguousarray(self._pnl, dtype="<f8").tobytes())
+        h.update(np.ascontiguousarray(self._ordered(self._pnl_rows), dtype="<f8").tobytes())
         self._digest = h.hexdigest()
         return self._digest
 
     @property
     def pnl(self) -> np.ndarray:
         """(entries, n_days) daily train P&L in archive order, read-only."""
-        view = self._pnl.view()
-        view.setflags(write=False)
-        return view
+        out = self._ordered(self._pnl_rows)
+        out.setflags(write=False)
+        return out
+
+    def _ordered(self, rows: np.ndarray) -> np.ndarray:
+        """The used buffer rows of ``rows`` in archive order (a new array)."""
+        return rows[np.asarray(self._slots, dtype=np.intp)]
 
     def contains(self, form: str) -> bool:
         """True when canonical ``form`` is already in the archive."""
@@ -117,7 +125,9 @@ class NoveltyArchive:
         z = _standardise(self._check_pnl(pnl)[None, :])[0]
         # einsum's own loop, not BLAS: a threaded BLAS may split the dot products differently
         # with the thread count, and novelty must be bit-identical on every worker.
-        return np.einsum("ij,j->i", self._z, z)
+        # Each entry's dot product is the same sum wherever its row sits in the buffer.
+        phys = np.einsum("ij,j->i", self._z_rows[:len(self._slots)], z)
+        return phys[np.asarray(self._slots, dtype=np.intp)]
 
     def _check_pnl(self, pnl: np.ndarray) -> np.ndarray:
         x = np.asarray(pnl, dtype=np.float64)
@@ -141,16 +151,29 @@ class NoveltyArchive:
             except ValueError:
                 raise ValueError(f"archive is full of {self.capacity} pinned entries") from None
             del self._forms[victim], self._pinned[victim]
-            self._pnl = np.delete(self._pnl, victim, axis=0)
-            self._z = np.delete(self._z, victim, axis=0)
+            row = self._slots.pop(victim)
+        else:
+            row = len(self._slots)
+            if row == len(self._pnl_rows):
+                self._grow()
+        self._pnl_rows[row] = x
+        self._z_rows[row] = _standardise(x[None, :])[0]
+        self._slots.append(row)
         self._forms.append(form)
         self._pinned.append(pinned)
-        self._pnl = np.vstack([self._pnl, x[None, :]])
-        self._z = np.vstack([self._z, _standardise(x[None, :])])
         self._index = {f: i for i, f in enumerate(self._forms)}
         self.version += 1
         self._digest = None
         return True
+
+    def _grow(self) -> None:
+        """Double the row buffers (at most to ``capacity`` rows), keeping the used rows."""
+        n = len(self._pnl_rows)
+        size = min(self.capacity, max(16, 2 * n))
+        for name in ("_pnl_rows", "_z_rows"):
+            buf = np.zeros((size, self.n_days))
+            buf[:n] = getattr(self, name)
+            setattr(self, name, buf)
 
     # ------------------------------------------------------------- snapshots
     def snapshot(self) -> bytes:
@@ -172,7 +195,7 @@ class NoveltyArchive:
             sort_keys=True,
             separators=(",", ":"),
         ).encode()
-        body = np.ascontiguousarray(self._pnl, dtype="<f8").tobytes()
+        body = np.ascontiguousarray(self._ordered(self._pnl_rows), dtype="<f8").tobytes()
         return _MAGIC + len(meta).to_bytes(8, "little") + meta + body
 
     @classmethod
@@ -196,8 +219,12 @@ class NoveltyArchive:
         pnl = np.frombuffer(body, dtype="<f8").reshape(len(forms), arc.n_days).astype(np.float64)
         arc._forms = [str(f) for f in forms]
         arc._pinned = [bool(p) for p in pins]
-        arc._pnl = pnl
-        arc._z = _standardise(pnl) if len(pnl) else np.zeros((0, arc.n_days))
+        if len(forms) > arc.capacity:
+            raise ValueError(f"archive snapshot holds {len(forms)} entries, over its capacity "
+                             f"{arc.capacity}")
+        arc._pnl_rows = pnl
+        arc._z_rows = _standardise(pnl) if len(pnl) else np.zeros((0, arc.n_days))
+        arc._slots = list(range(len(forms)))
         arc._index = {f: i for i, f in enumerate(arc._forms)}
         arc.version = int(meta["version"])
         return arc

@@ -73,7 +73,8 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
             "canonical": c.canonical, "family": family_of(c.canonical) if c.canonical else None,
             "reward": c.reward, "train_cpcv": c.channels.get("cpcv"),
             "ic": c.metrics.get("ic"), "turnover": c.metrics.get("turnover"),
-            "archive_corr": nov.get("max_abs_corr"), "archive_nearest": nov.get("nearest")})
+            "archive_corr": nov.get("max_abs_corr"), "archive_nearest": nov.get("nearest"),
+            "factor_r2": (c.metrics.get("factors") or {}).get("r2") if c.valid else None})
         pnl = None if not c.valid or c.pnl is None else np.asarray(c.pnl, dtype=np.float64)
         if seed_archive is not None:
             near = seed_archive.nearest(pnl) if pnl is not None and np.std(pnl) > 0 else None

@@ -11,7 +11,11 @@ Red-team flags, per checkpoint, on the top-20 probe answers by train reward
 recorded before that field existed fall back to the run's archive), ``peer_clone`` (|P&L
 corr| >= 0.9 with another top answer), ``train_far_above_holdout`` (train CPCV - holdout score >= 1.0) and
 ``jittered_template`` (a family - canonical form with numbers erased - held by >= 3 top
-answers with >= 2 distinct windows sets).
+answers with >= 2 distinct windows sets) and ``factor_exposure`` (the six R4 factors explain
+>= 30 % of the variance of its train P&L, R² of the card's factor regression, whatever Sharpe
+they explain in sample: a style bet R4 prices only by the premium it happened to earn, which
+fails when the premium flips — the default market's holdout flips size and value; runs
+recorded before the field existed have no R² and never get the flag).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 __all__ = ["FLAGS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
 
 FLAGS = ("low_ic_high_cpcv", "turnover_near_floor", "archive_clone", "peer_clone",
-         "train_far_above_holdout", "jittered_template")
+         "train_far_above_holdout", "jittered_template", "factor_exposure")
+FACTOR_R2 = 0.3
 IC_THRESHOLD, HIGH_CPCV, FLOOR, NEAR, CLONE, GAP, TEMPLATE = 0.005, 0.5, 0.02, 0.01, 0.9, 1.0, 3
 COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
            "book_sharpe", "book_beta")
@@ -57,10 +62,12 @@ def flag_answers(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 f.append("train_far_above_holdout")
             if fams[a["family"]] >= TEMPLATE and len(canon[a["family"]]) >= 2:
                 f.append("jittered_template")
+            if (a.get("factor_r2") or 0.0) >= FACTOR_R2:
+                f.append("factor_exposure")
         out.append({k: a.get(k) for k in ("top_rank", "completion", "formula", "valid", "error",
                                          "reward", "train_cpcv", "holdout_score", "ic", "turnover",
                                          "archive_corr", "archive_nearest", "seed_archive_corr",
-                                         "seed_archive_nearest", "peer_corr", "family")}
+                                         "seed_archive_nearest", "peer_corr", "family", "factor_r2")}
                    | {"flags": f})
     return out
 

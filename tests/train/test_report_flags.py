@@ -25,11 +25,14 @@ def test_each_flag_fires_on_its_pattern_and_not_on_an_honest_answer() -> None:
           for i in range(3)],                               # one template, jittered windows
         _a(10, valid=False, error="syntax", ic=None, turnover=None),
         {"top_rank": None, "valid": True},                  # not in the top 20: not read
+        _a(11, factor_r2=0.41),                             # a style bet (seed 0's template)
+        _a(12, factor_r2=0.19),                             # the planted volume effect's R²
     ]
     out = flag_answers(answers)
     got = {a["top_rank"]: a["flags"] for a in out}
-    assert len(out) == 10
-    assert got[1] == [] and got[10] == []
+    assert len(out) == 12
+    assert got[1] == [] and got[10] == [] and got[12] == []
+    assert got[11] == ["factor_exposure"]
     assert got[2] == ["low_ic_high_cpcv"]
     assert got[3] == ["turnover_near_floor"]
     assert got[4] == ["archive_clone"]
@@ -69,3 +72,20 @@ def test_train_row_measures_the_seed_archive_apart_from_the_runs_commits() -> No
     a, b = before["answers"][0], after["answers"][0]
     assert abs(seed.nearest(pnls[0]).corr) == a["seed_archive_corr"] == b["seed_archive_corr"]
     assert b["archive_corr"] > 0.999 > a["archive_corr"]
+
+
+def test_train_row_records_the_cards_factor_r2() -> None:
+    """The probe row carries each valid answer's R² on the six R4 factors (the card's own
+    figure), so the read-out can flag style bets; an invalid answer has none."""
+    import gymkit
+    from gymkit.train import protocol
+
+    env = gymkit.make("us46-default")
+    style = "<alpha>-(rank(volume) * (ts_argmin(high / volume, 252) / ts_std(returns, 252)))</alpha>"
+    rows = [{"brief_id": "b", "completion": style, "checkpoint": "0"},
+            {"brief_id": "b", "completion": "<alpha>rank(</alpha>", "checkpoint": "0"}]
+    row, _ = protocol.train_row(env, rows, [])
+    card = env.score(style)
+    assert row["answers"][0]["factor_r2"] == card.metrics["factors"]["r2"] >= 0.3
+    assert row["answers"][1]["factor_r2"] is None
+    assert flag_answers([{**row["answers"][0], "top_rank": 1}])[0]["flags"].count("factor_exposure") == 1

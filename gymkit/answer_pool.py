@@ -20,21 +20,17 @@ With ``workers <= 1`` nothing is spawned: :meth:`AnswerStatePool.states` returns
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
 from gymkit.scoring import AnswerState, score_answers, share_group_duplicates
 
 __all__ = ["AnswerStatePool"]
 
 _ENV: Any = None
-_NO_WEIGHTS = np.zeros((0, 0))
 
 
 def _init_worker(factory: Callable[[], Any]) -> None:
@@ -47,10 +43,7 @@ def _fingerprint(_: int) -> str:
 
 
 def _state_of(completion: str) -> AnswerState:
-    st = score_answers([completion], _ENV.setup)[0]
-    if st.bt is not None:  # the (D, N) weights are 80 % of the pickle and no later layer reads them
-        st.bt = dataclasses.replace(st.bt, weights=_NO_WEIGHTS)
-    return st
+    return score_answers([completion], _ENV.setup)[0]
 
 
 class AnswerStatePool:
@@ -79,9 +72,7 @@ class AnswerStatePool:
 
     def states(self, groups: Sequence[Sequence[str]]) -> list[list[AnswerState]] | None:
         """Per group, the states ``score_answers(group, setup)`` would give (for
-        ``score_group(..., states=)``), less each backtest's (D, N) ``weights`` (an empty
-        array: the novelty, channel and reward layers never read them); None with one worker
-        (score_group computes them)."""
+        ``score_group(..., states=)``); None with one worker (score_group computes them)."""
         if self._pool is None:
             return None
         texts = list(dict.fromkeys(c for g in groups for c in g))

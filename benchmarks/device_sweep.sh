@@ -19,7 +19,7 @@ if [ "$cmd" = start ]; then
     mkdir -p /tmp/pkg && cp -r gymkit /tmp/pkg/gymkit
     for d in dsl verifiers jepa data; do rm -rf "/tmp/pkg/gymkit/$d"; cp -r "$d" "/tmp/pkg/gymkit/$d"; done
   fi
-  [ -d sweep ] && cp -r sweep /tmp/pkg/sweep
+  [ -d benchmarks/sweep ] && cp -r benchmarks/sweep /tmp/pkg/sweep  # candidate environments (TOML)
   mkdir -p $R
   (cd /tmp && time python3 -c "import gymkit; gymkit.make('us46-default')") 2>&1 | tail -3
   cd /tmp

@@ -26,11 +26,29 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FLAGS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
+__all__ = ["FLAGS", "FLAG_MEANINGS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
 
 FLAGS = ("low_ic_high_cpcv", "turnover_near_floor", "archive_clone", "peer_clone",
          "train_far_above_holdout", "jittered_template", "factor_exposure")
 FACTOR_R2 = 0.3
+#: One line per flag for the report's legend: the pattern, and what the verifier does about it.
+FLAG_MEANINGS = {
+    "low_ic_high_cpcv": "train CPCV >= 0.5 with IC < 0.005: profit without prediction; R10 caps "
+                        "single-motif and price-only ones",
+    "turnover_near_floor": "turnover within 1 point of the 2 %/day floor: a slow tilt; R6 and "
+                           "R10's slow-tilt guard price it",
+    "archive_clone": "|P&L corr| >= 0.9 with a seed-archive entry: a known alpha rewritten; R8 "
+                     "and R9 price it",
+    "peer_clone": "|P&L corr| >= 0.9 with another top answer of the checkpoint: collapse",
+    "train_far_above_holdout": "train CPCV at least 1.0 above the holdout score: an overfit the "
+                               "train-only verifier cannot see; the holdout protocol is what "
+                               "catches it",
+    "jittered_template": "one template held by >= 3 top answers with different windows: the "
+                         "seed's window-jitter pattern",
+    "factor_exposure": "R² >= 0.3 on the six R4 factors: a style bet; R4 charges only the "
+                       "Sharpe the factors earned in sample, so a premium that flips out of "
+                       "sample is not priced (a known limit, benchmarks/RESULTS.md)",
+}
 IC_THRESHOLD, HIGH_CPCV, FLOOR, NEAR, CLONE, GAP, TEMPLATE = 0.005, 0.5, 0.02, 0.01, 0.9, 1.0, 3
 COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
            "book_sharpe", "book_beta")
@@ -139,6 +157,7 @@ def _html(rep: dict[str, Any]) -> str:
                    f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover</th><th>flags</th></tr>"
                    f"{lines}</table>")
     counts = ", ".join(f"{k}: {v}" for k, v in rep["flag_counts"].items())
+    legend = "".join(f"<dt><code>{e(k)}</code></dt><dd>{e(v)}</dd>" for k, v in FLAG_MEANINGS.items())
     return (f"<!doctype html><meta charset='utf-8'><title>gymkit train report</title>"
             f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}td,th{{padding:2px 6px;"
             f"border-bottom:1px solid #ddd;font-size:13px}}figure{{display:inline-block;margin:6px}}</style>"
@@ -148,7 +167,7 @@ def _html(rep: dict[str, Any]) -> str:
             f"<h2>Train vs. holdout (50 frozen probe briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
             f"<h2>Training curves (per step)</h2>{curves}"
             f"<h2>Red-team read-out: top-20 answers by train reward per checkpoint</h2>"
-            f"<p>flag counts: {e(counts)}</p>{''.join(red)}")
+            f"<p>flag counts: {e(counts)}</p><dl>{legend}</dl>{''.join(red)}")
 
 
 def format_table(rep: dict[str, Any]) -> str:

@@ -89,3 +89,18 @@ def test_train_row_records_the_cards_factor_r2() -> None:
     assert row["answers"][0]["factor_r2"] == card.metrics["factors"]["r2"] >= 0.3
     assert row["answers"][1]["factor_r2"] is None
     assert flag_answers([{**row["answers"][0], "top_rank": 1}])[0]["flags"].count("factor_exposure") == 1
+
+
+def test_the_report_explains_every_flag() -> None:
+    """The page's legend names each flag with its pattern and what the verifier does about it."""
+    import html
+
+    from gymkit.train.report import FLAG_MEANINGS, _html
+
+    assert tuple(FLAG_MEANINGS) == FLAGS
+    rep = {"run": "r", "config": {"env_id": "us46-default"}, "env_fingerprint": "f" * 16,
+           "shipped": "0", "holdout": {"status": "scored"}, "table": [], "curves": {},
+           "redteam": {}, "flag_counts": dict.fromkeys(FLAGS, 0)}
+    page = _html(rep)
+    for flag, meaning in FLAG_MEANINGS.items():
+        assert f"<dt><code>{flag}</code></dt><dd>{html.escape(meaning)}</dd>" in page

@@ -119,12 +119,10 @@ def run(args: argparse.Namespace) -> int:
     if args.kl_beta is not None:
         over["kl_beta"] = args.kl_beta
     if args.trainer == "trl":
-        from .policy import keep_freed_memory
         from .trl_trainer import run_rl_trl
 
         if args.workers not in (None, 1):
             raise ValueError("--workers applies to --trainer gymkit (TRL scores in its own loop)")
-        keep_freed_memory()  # TRL's per-step tensors otherwise cost a quarter of the run in page faults
         run_rl_trl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
                    force_holdout=args.force_holdout)
         return 0

@@ -41,26 +41,6 @@ def deterministic(threads: int = 1) -> None:
     hf_logging.set_verbosity_error()
 
 
-def keep_freed_memory() -> bool:
-    """On glibc, serve allocations up to 1 GiB from the heap and never trim it (``mallopt``
-    M_MMAP_THRESHOLD, M_TRIM_THRESHOLD), so a training process reuses its freed pages instead
-    of mapping fresh zeroed ones for every large tensor; True when set, False elsewhere (no
-    glibc: nothing changes).  Numerics are untouched (the same rollouts, byte for byte).  TRL's
-    loop allocates tensors above glibc's 32 MiB mmap ceiling every step: 20 steps made 9.2M
-    page faults and 18 s of system time without it, 0.37M and 1.3 s with it (RESULTS.md)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return False
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    return bool(mallopt(m_mmap_threshold, 1 << 30)) and bool(mallopt(m_trim_threshold, (1 << 31) - 1))
-
-
 def new_policy(tok: Tokenizer, cfg: PolicyConfig, seed: int) -> Any:
     """A freshly initialised ``LlamaForCausalLM`` over ``tok``'s vocabulary (seeded)."""
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -2,23 +2,10 @@
 # The bulk scorer's device run (issue 26), as sent to the H200 machine from the repo root:
 #   bash benchmarks/bench_bulk_device.sh OUT_DIR [N_LIST] [CARDS] [bench_bulk.py options...]
 # e.g. ... $OUT/bulk 46,500,3000 100 --profile   (the per-operator table too: profile.txt)
-# The device has torch/numba/numpy/scipy but no gymkit and no polars: polars comes in
-# .whl/ (carried: the polars + polars-runtime-32 wheels, or both unpacked into one
-# polars.tar.xz, 33 MB instead of 52, to fit the 64 MiB carry), gymkit is laid out as a
-# package in /tmp/pkg (its package-dir mapping: gymkit.dsl = dsl/, ...), nothing is built.
+# Layout on the device: benchmarks/device_layout.sh.
 set -euo pipefail
 out=${1:?OUT_DIR}; ns=${2:-46,500}; cards=${3:-200}
-if [ -d .whl ] && ! python3 -c "import polars" 2>/dev/null; then
-  mkdir -p /tmp/site
-  if [ -f .whl/polars.tar.xz ]; then tar xJf .whl/polars.tar.xz -C /tmp/site
-  else python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  fi
-fi
-# every call: a warm machine must not run the previous call's code (copied over, so the
-# __pycache__ folders, numba's cache among them, stay; numba keys it by the sources' digest)
-mkdir -p /tmp/pkg/gymkit && cp -r gymkit/. /tmp/pkg/gymkit/
-for d in dsl verifiers jepa data; do mkdir -p "/tmp/pkg/gymkit/$d" && cp -r "$d/." "/tmp/pkg/gymkit/$d/"; done
-export PYTHONPATH=/tmp/pkg:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+source benchmarks/device_layout.sh
 mkdir -p "$out"
 cat gymkit/bulk/*.py benchmarks/bench_bulk.py | sha256sum | cut -c1-16 > "$out/code_digest.txt"
 python3 benchmarks/bench_bulk.py device --n "$ns" --procs "$(nproc)" --out "$out" --cards "$cards" \

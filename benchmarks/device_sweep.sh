@@ -5,20 +5,13 @@
 #   bash benchmarks/device_sweep.sh wait OUT S       wait up to S s for every run, pack into OUT
 # SPEC = NAME:SEED[:EXTRA RL ARGS, comma-separated], e.g. b2:2  k0:0:--kl-beta,0.2
 #        f0:0:--env,/tmp/pkg/sweep/r4x4.toml
-# Laid out as in device_train.sh (the device has no gymkit and no polars: carry .whl/).
+# Layout on the device: benchmarks/device_layout.sh (carry .whl/).
 set -euo pipefail
 cmd=${1:?start|wait}
-export PYTHONPATH=/tmp/pkg:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 R=/tmp/sweep_runs
 if [ "$cmd" = start ]; then
   shift
-  if [ -d .whl ] && ! python3 -c "import polars" 2>/dev/null; then
-    mkdir -p /tmp/site && tar xJf .whl/polars.tar.xz -C /tmp/site
-  fi
-  if [ ! -d /tmp/pkg/gymkit ]; then
-    mkdir -p /tmp/pkg && cp -r gymkit /tmp/pkg/gymkit
-    for d in dsl verifiers jepa data; do rm -rf "/tmp/pkg/gymkit/$d"; cp -r "$d" "/tmp/pkg/gymkit/$d"; done
-  fi
+  source benchmarks/device_layout.sh  # every call: this call's code
   [ -d benchmarks/sweep ] && cp -r benchmarks/sweep /tmp/pkg/sweep  # candidate environments (TOML)
   mkdir -p $R
   (cd /tmp && time python3 -c "import gymkit; gymkit.make('us46-default')") 2>&1 | tail -3

@@ -7,20 +7,12 @@
 #        --device cuda, 12 scoring workers;
 #   cpu: the default configuration of issue 20 on CPU (one torch thread, 2 scoring workers),
 #        i.e. what `gymkit train sft/rl` does on a laptop, for its wall time.
-# The device has torch/numba/numpy/scipy/transformers but no gymkit and no polars: laid out as
-# in bench_bulk_device.sh (carry .whl/).
+# Layout on the device: benchmarks/device_layout.sh (carry .whl/).
 set -euo pipefail
 cmd=${1:?start|wait}
-export PYTHONPATH=/tmp/pkg:/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 R=/tmp/runs
 if [ "$cmd" = start ]; then
-  if [ -d .whl ] && ! python3 -c "import polars" 2>/dev/null; then
-    mkdir -p /tmp/site && tar xJf .whl/polars.tar.xz -C /tmp/site
-  fi
-  if [ ! -d /tmp/pkg/gymkit ]; then
-    mkdir -p /tmp/pkg && cp -r gymkit /tmp/pkg/gymkit
-    for d in dsl verifiers jepa data; do rm -rf "/tmp/pkg/gymkit/$d"; cp -r "$d" "/tmp/pkg/gymkit/$d"; done
-  fi
+  source benchmarks/device_layout.sh  # every call: this call's code
   mkdir -p $R/gpu $R/cpu
   (cd /tmp && time python3 -c "import gymkit; gymkit.make('us46-default'); gymkit.make('us46-default', advantages={})") 2>&1 | tail -3
   gk="python3 -m gymkit.cli"

@@ -30,26 +30,26 @@ __all__ = ["FLAGS", "FLAG_MEANINGS", "build_report", "flag_answers", "format_tab
 
 FLAGS = ("low_ic_high_cpcv", "turnover_near_floor", "archive_clone", "peer_clone",
          "train_far_above_holdout", "jittered_template", "factor_exposure")
+IC_THRESHOLD, HIGH_CPCV, FLOOR, NEAR, CLONE, GAP, TEMPLATE = 0.005, 0.5, 0.02, 0.01, 0.9, 1.0, 3
 FACTOR_R2 = 0.3
 #: One line per flag for the report's legend: the pattern, and what the verifier does about it.
 FLAG_MEANINGS = {
-    "low_ic_high_cpcv": "train CPCV >= 0.5 with IC < 0.005: profit without prediction; R10 caps "
-                        "single-motif and price-only ones",
-    "turnover_near_floor": "turnover within 1 point of the 2 %/day floor: a slow tilt; R6 and "
-                           "R10's slow-tilt guard price it",
-    "archive_clone": "|P&L corr| >= 0.9 with a seed-archive entry: a known alpha rewritten; R8 "
-                     "and R9 price it",
-    "peer_clone": "|P&L corr| >= 0.9 with another top answer of the checkpoint: collapse",
-    "train_far_above_holdout": "train CPCV at least 1.0 above the holdout score: an overfit the "
-                               "train-only verifier cannot see; the holdout protocol is what "
+    "low_ic_high_cpcv": f"train CPCV >= {HIGH_CPCV} with IC < {IC_THRESHOLD}: profit without "
+                        "prediction; R10 caps single-motif and price-only ones",
+    "turnover_near_floor": f"turnover below {FLOOR + NEAR:.0%}/day, within a point of the "
+                           f"{FLOOR:.0%} floor: a slow tilt; R6 and R10's slow-tilt guard price it",
+    "archive_clone": f"|P&L corr| >= {CLONE} with a seed-archive entry: a known alpha rewritten; "
+                     "R8 and R9 price it",
+    "peer_clone": f"|P&L corr| >= {CLONE} with another top answer of the checkpoint: collapse",
+    "train_far_above_holdout": f"train CPCV at least {GAP} above the holdout score: an overfit "
+                               "the train-only verifier cannot see; the holdout protocol is what "
                                "catches it",
-    "jittered_template": "one template held by >= 3 top answers with different windows: the "
-                         "seed's window-jitter pattern",
-    "factor_exposure": "R² >= 0.3 on the six R4 factors: a style bet; R4 charges only the "
-                       "Sharpe the factors earned in sample, so a premium that flips out of "
+    "jittered_template": f"one template held by >= {TEMPLATE} top answers with different windows: "
+                         "the seed's window-jitter pattern",
+    "factor_exposure": f"R² >= {FACTOR_R2} on the six R4 factors: a style bet; R4 charges only "
+                       "the Sharpe the factors earned in sample, so a premium that flips out of "
                        "sample is not priced (a known limit, benchmarks/RESULTS.md)",
 }
-IC_THRESHOLD, HIGH_CPCV, FLOOR, NEAR, CLONE, GAP, TEMPLATE = 0.005, 0.5, 0.02, 0.01, 0.9, 1.0, 3
 COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
            "book_sharpe", "book_beta")
 

@@ -89,20 +89,20 @@ class NoveltyArchive:
         h.update(np.int64(self.n_days).tobytes())
         for form, pin in zip(self._forms, self._pinned, strict=True):
             h.update(b"\x1f" + form.encode() + (b"\x01" if pin else b"\x00"))
-        h.update(np.ascontiguousarray(self._ordered(self._pnl_rows), dtype="<f8").tobytes())
+        h.update(np.ascontiguousarray(self._ordered_pnl(), dtype="<f8").tobytes())
         self._digest = h.hexdigest()
         return self._digest
 
     @property
     def pnl(self) -> np.ndarray:
         """(entries, n_days) daily train P&L in archive order, read-only."""
-        out = self._ordered(self._pnl_rows)
+        out = self._ordered_pnl()
         out.setflags(write=False)
         return out
 
-    def _ordered(self, rows: np.ndarray) -> np.ndarray:
-        """The used buffer rows of ``rows`` in archive order (a new array)."""
-        return rows[np.asarray(self._slots, dtype=np.intp)]
+    def _ordered_pnl(self) -> np.ndarray:
+        """The used P&L buffer rows in archive order (a new array)."""
+        return self._pnl_rows[np.asarray(self._slots, dtype=np.intp)]
 
     def contains(self, form: str) -> bool:
         """True when canonical ``form`` is already in the archive."""
@@ -195,7 +195,7 @@ class NoveltyArchive:
             sort_keys=True,
             separators=(",", ":"),
         ).encode()
-        body = np.ascontiguousarray(self._ordered(self._pnl_rows), dtype="<f8").tobytes()
+        body = np.ascontiguousarray(self._ordered_pnl(), dtype="<f8").tobytes()
         return _MAGIC + len(meta).to_bytes(8, "little") + meta + body
 
     @classmethod

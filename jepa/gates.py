@@ -11,6 +11,10 @@ unshifted decode       each :data:`DECODE_BANDS` fact of the α = 0 world lies i
 shift (per world)      the world's own statistic rises strictly with α over −2 … +2, and each
                        other statistic moves (α = +2 vs −2) by ≤ 0.5 × the own move, all in
                        units of the statistic's train-window spread
+regime shift (per     every statistic of the regime's signature (:data:`~.shifts.REGIMES`)
+regime world)         moves strictly monotonically with α the declared way, each by at least
+                      0.5 × the largest of those moves (no bystander in a declared regime),
+                      and any statistic outside the signature by ≤ 0.5 × the smallest
 ranking (per world)    AUC (fragile drop > robust drop) with 95% bootstrap lower bound > 0.5
                        over ≥ 100 formulas per class, and the static books' mean drop ≥ 2 ×
                        the robust formulas' mean drop
@@ -45,7 +49,9 @@ __all__ = [
     "complete_columns",
     "decode_facts",
     "decode_gate",
+    "regime_gate",
     "shift_gate",
+    "world_shift_gate",
 ]
 
 LATENT_STD_FLOOR = 0.1
@@ -142,3 +148,31 @@ def shift_gate(response: dict[str, list[float]], own: str) -> dict[str, object]:
            for k, v in response.items() if k != own}
     return {"own_move": own_move, "monotone": monotone, "selectivity": sel,
             "ok": monotone and own_move > 0 and max(sel.values()) <= SELECTIVITY_MAX}
+
+
+def regime_gate(response: dict[str, list[float]], signature: dict[str, int]) -> dict[str, object]:
+    """Monotonicity and balance of a regime channel's response (module doc's table).
+
+    ``response`` as for :func:`shift_gate`; ``signature``: statistic → +1 (rises) / −1 (falls).
+    ``moves``: each statistic's signed move (α = +2 minus −2) times its declared sign."""
+    moves = {k: float(sign * (response[k][-1] - response[k][0])) for k, sign in signature.items()}
+    monotone = {k: bool(np.all(sign * np.diff(np.asarray(response[k])) > 0))
+                for k, sign in signature.items()}
+    top, low = max(moves.values()), min(moves.values())
+    balance = float(low / top) if top > 0 else 0.0
+    outside = {k: float(abs(v[-1] - v[0]) / low) if low > 0 else float("inf")
+               for k, v in response.items() if k not in signature}
+    return {"signature": dict(signature), "moves": moves, "monotone": monotone,
+            "balance": balance, "outside": outside,
+            "ok": all(monotone.values()) and low > 0 and balance >= SELECTIVITY_MAX
+            and all(x <= SELECTIVITY_MAX for x in outside.values())}
+
+
+def world_shift_gate(response: dict[str, list[float]], channel: str) -> dict[str, object]:
+    """The shift gate of a world on ``channel``: :func:`regime_gate` for a regime channel,
+    :func:`shift_gate` for a single statistic."""
+    from .shifts import REGIMES
+
+    if channel in REGIMES:
+        return regime_gate(response, REGIMES[channel])
+    return shift_gate(response, channel)

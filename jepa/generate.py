@@ -35,11 +35,12 @@ from .decoder import (
     tile_starts,
     to_market_arrays,
 )
-from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics
+from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics, with_regimes
 from .training import TrainingData, encode, present_of
 
-__all__ = ["ALPHAS", "DRIFT_SIGN_SEED", "WORLD_TABLE", "WorldSpec", "drift_persistence", "fit_shifts", "impute_absent",
-           "make_world", "response_matrix", "selective_shifts", "shift_response", "stat_spreads",
+__all__ = ["ALL_WORLDS", "ALPHAS", "DRIFT_SIGN_SEED", "REGIME_TABLE", "WORLD_TABLE", "WorldSpec",
+           "drift_persistence", "fit_shifts", "impute_absent", "make_world", "regime_shifts",
+           "response_matrix", "selective_shifts", "shift_response", "stat_spreads",
            "tile_latents", "transient_drift"]
 
 #: Shift sizes of the shift gate, in units of the train-window spread.
@@ -62,6 +63,12 @@ WORLD_TABLE: tuple[WorldSpec, ...] = (
     WorldSpec("correlation", "correlation", 2.0),
     WorldSpec("volatility", "volatility", 2.0),
 )
+#: Regime worlds (:data:`.shifts.REGIMES`; the channel is added to the stored directions at
+#: generation time by :func:`regime_shifts`).  Bootstrap seeds follow :data:`ALL_WORLDS`' order,
+#: so the four worlds above keep theirs.
+REGIME_TABLE: tuple[WorldSpec, ...] = (WorldSpec("crash", "crash", 2.0),)
+#: Every candidate world, in manifest order.
+ALL_WORLDS: tuple[WorldSpec, ...] = WORLD_TABLE + REGIME_TABLE
 
 _SHIFT_STRIDE = 7
 #: Seed of the per-(tile, stock) signs of :func:`transient_drift` (fixed: worlds are a function
@@ -86,6 +93,13 @@ def fit_shifts(model, data: TrainingData) -> ShiftDirections:
     starts, z = _fit_windows(model, data)
     stats = window_statistics(_returns_windows(data, starts, model.config.window))
     return ShiftDirections.fit(z, stats, SHIFT_ORDER)
+
+
+def regime_shifts(model, data: TrainingData, dirs: ShiftDirections) -> ShiftDirections:
+    """``dirs`` plus the regime channels (:func:`.shifts.with_regimes`), fitted on the same
+    train windows every 7 days as the stored directions (numpy after the encoding)."""
+    starts, z = _fit_windows(model, data)
+    return with_regimes(dirs, z, window_statistics(_returns_windows(data, starts, model.config.window)))
 
 
 def response_matrix(model, decoder, dirs: ShiftDirections, data: TrainingData, pool: ResidualPool,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["compare", "global_gate_figures", "recompute"]
+__all__ = ["compare", "global_gate_figures", "recompute", "regime_record"]
 
 
 def global_gate_figures(ck, data, pool, latents: np.ndarray, seed: int, panel) -> dict:
@@ -38,6 +38,20 @@ def global_gate_figures(ck, data, pool, latents: np.ndarray, seed: int, panel) -
             "decode": gates.decode_gate(world_panel(base), panel)}
 
 
+def regime_record(dirs) -> dict:
+    """The manifest's ``regimes``: per regime channel of ``dirs``, its signature, its train
+    spread and its cosine with every other channel's unit direction."""
+    from .shifts import REGIMES
+
+    out = {}
+    for name, signature in REGIMES.items():
+        i = dirs.index(name)
+        out[name] = {"signature": dict(signature), "spread": float(dirs.spreads[i]),
+                     "cosines": {n: float(dirs.raw_cosines[i, j])
+                                 for j, n in enumerate(dirs.names) if j != i}}
+    return out
+
+
 def recompute(manifest_path: str | Path, panel=None) -> dict:
     """The figures of ``manifest_path`` recomputed from its checkpoint and train ``panel``
     (default: the embedded market's train window)."""
@@ -46,7 +60,14 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
 
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
-    from .generate import WORLD_TABLE, make_world, selective_shifts, shift_response, tile_latents
+    from .generate import (
+        ALL_WORLDS,
+        make_world,
+        regime_shifts,
+        selective_shifts,
+        shift_response,
+        tile_latents,
+    )
     from .training import prepare
     from .worlds import file_sha256
 
@@ -63,16 +84,18 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
     if "shift_directions" in man:  # selective directions: fitted again on their calibration draw
         dirs, directions = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool, latents,
                                             man["shift_directions"]["calibration_seed"])
+    dirs = regime_shifts(ck.model, data, dirs)
+    names = {w["name"] for w in man["worlds"]}
     out = {**global_gate_figures(ck, data, pool, latents, man["seed"], panel), "worlds": {},
-           "shift_directions": directions,
+           "shift_directions": directions, "regimes": regime_record(dirs),
            "shift_response": {s.name: shift_response(ck.model, ck.decoder, dirs, data, pool,
                                                      latents, s.channel, man["seed"] + 100)
-                              for s in WORLD_TABLE}}
+                              for s in ALL_WORLDS if s.name in names}}
     with tempfile.TemporaryDirectory() as tmp:
         for w in man["worlds"]:
             if not w["kept"]:
                 continue
-            spec = next(s for s in WORLD_TABLE if s.name == w["name"])
+            spec = next(s for s in ALL_WORLDS if s.name == w["name"])
             src = bootstrap_days(pool.n_days, np.random.default_rng(w["bootstrap_seed"]))
             arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
                                 spec.channel, spec.alpha, src)
@@ -88,6 +111,8 @@ def compare(figures: dict, manifest: dict) -> list[str]:
            for k in ("collapse", "prediction", "decode") if figures[k] != manifest["global_gates"][k]]
     if figures.get("shift_directions") != manifest.get("shift_directions"):
         bad.append("selective shift directions: their fit differs")
+    if "regimes" in manifest and figures.get("regimes") != manifest["regimes"]:
+        bad.append("regime directions: their fit differs")
     for w in manifest["worlds"]:
         if figures["shift_response"][w["name"]] != w["shift_gate"]["response"]:
             bad.append(f"world {w['name']}: shift-gate response differs")

@@ -19,6 +19,13 @@ first) and normalised; a channel's *spread* is the std over train windows of the
 projection on its unit direction, so a shift of size α moves every window's latent by
 α·spread along the direction — α in units of the train-window spread.
 
+*Regime* channels (:data:`REGIMES`, DESIGN §7's "volatility regime" taken as what it names):
+several statistics moved together on purpose, each the declared way.  A regime's direction is
+the mean latent of the train windows in the top third by its *stress index* (the mean over its
+signature of sign × the statistic's z-score across the train windows) minus the bottom third's,
+normalised and **not** orthogonalised (the joint move is the point); its spread as for every
+channel (:func:`with_regimes`; why: jepa/README.md "Regime worlds").
+
 *Selective* directions (``gymkit jepa worlds --shifts selective``; the stored ones stay the
 default): combinations of the top :data:`SELECTIVE_BASIS` principal directions of the
 train-window latents whose measured first-order effect on the decoded worlds moves the
@@ -35,9 +42,9 @@ import numpy as np
 
 from .geometry import geometry_of_windows
 
-__all__ = ["SELECTIVE_BASIS", "SELECTIVE_MARGIN", "SHIFT_ORDER", "ShiftDirections",
+__all__ = ["REGIMES", "SELECTIVE_BASIS", "SELECTIVE_MARGIN", "SHIFT_ORDER", "ShiftDirections",
            "principal_directions", "selective_coefficients", "selective_directions", "shift",
-           "window_statistics"]
+           "stress_index", "window_statistics", "with_regimes"]
 
 #: Channels in Gram–Schmidt order.
 SHIFT_ORDER: tuple[str, ...] = ("volatility", "correlation", "trend", "dispersion")
@@ -47,6 +54,12 @@ SHIFT_ORDER: tuple[str, ...] = ("volatility", "correlation", "trend", "dispersio
 #: that is not the shift gate's: a margin under the gate's 0.5, which is unchanged).
 SELECTIVE_BASIS = 12
 SELECTIVE_MARGIN = 0.25
+#: Regime channels: name → signature (statistic → +1 it rises, −1 it falls).  ``crash``: the
+#: textbook stress regime — volatility up, correlations toward one, the market falling, and
+#: stocks moving together (less dispersion in units of their own noise).
+REGIMES: dict[str, dict[str, int]] = {
+    "crash": {"volatility": 1, "correlation": 1, "trend": -1, "dispersion": -1},
+}
 
 
 def window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
@@ -135,6 +148,37 @@ class ShiftDirections:
         """Inverse of :meth:`to_arrays`."""
         return cls(tuple(str(x) for x in a["shift_names"]), np.asarray(a["shift_directions"]),
                    np.asarray(a["shift_spreads"]), np.asarray(a["shift_raw_cosines"]))
+
+
+def stress_index(stats: dict[str, np.ndarray], signature: dict[str, int]) -> np.ndarray:
+    """(K,) mean over ``signature`` of sign × the statistic's z-score across the K windows."""
+    z = []
+    for name, sign in signature.items():
+        s = np.asarray(stats[name], dtype=np.float64)
+        if not np.isfinite(s).all():
+            raise ValueError(f"regime statistic {name!r} is not defined on every train window")
+        if not s.std() > 0:
+            raise ValueError(f"regime statistic {name!r} is constant over the train windows")
+        z.append(sign * (s - s.mean()) / s.std())
+    return np.mean(z, axis=0)
+
+
+def with_regimes(dirs: ShiftDirections, latents: np.ndarray, stats: dict[str, np.ndarray],
+                 regimes: dict[str, dict[str, int]] = REGIMES) -> ShiftDirections:
+    """``dirs`` plus one channel per regime (module doc), fitted on (K, N, D) train-window
+    ``latents`` and their statistics; ``raw_cosines`` becomes the cosines of all the unit
+    directions (a regime is not orthogonalised)."""
+    flat = latents.reshape(latents.shape[0], -1)
+    rows = []
+    for signature in regimes.values():
+        s = stress_index(stats, signature)
+        lo, hi = np.quantile(s, [1 / 3, 2 / 3])
+        v = flat[s >= hi].mean(axis=0) - flat[s <= lo].mean(axis=0)
+        rows.append(v / np.linalg.norm(v))
+    d = np.vstack([dirs.directions, *rows])
+    spreads = ((flat - flat.mean(axis=0)) @ np.array(rows).T).std(axis=0)
+    return ShiftDirections((*dirs.names, *regimes), d, np.concatenate([dirs.spreads, spreads]),
+                           d @ d.T)
 
 
 def shift(latents: np.ndarray, dirs: ShiftDirections, name: str, alpha: float) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 * ``train``: phase 1 (JEPA), phase 2 (parameter decoder), shift directions; writes the
   checkpoint (:mod:`.checkpoint`) with config, data fingerprint and weights sha256.
-* ``worlds``: loads a checkpoint, decodes the four stress worlds (:data:`WORLD_TABLE`),
+* ``worlds``: loads a checkpoint, decodes the candidate stress worlds (:data:`ALL_WORLDS`: the
+  four channels and the crash regime),
   runs every gate (:mod:`.gates`; the ranking gate scores formulas in
   :mod:`gymkit.stress_ranking`) and writes the kept worlds plus a manifest with every figure
   and the dropped worlds' reasons.
@@ -136,8 +137,15 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     from . import gates, portable
     from .checkpoint import load_checkpoint
     from .decoder import ResidualPool, bootstrap_days
-    from .generate import WORLD_TABLE, make_world, shift_response, tile_latents, world_statistics
-    from .recheck import global_gate_figures
+    from .generate import (
+        ALL_WORLDS,
+        make_world,
+        regime_shifts,
+        shift_response,
+        tile_latents,
+        world_statistics,
+    )
+    from .recheck import global_gate_figures, regime_record
     from .training import prepare
     from .worlds import file_sha256, world_panel
 
@@ -166,17 +174,18 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
         print("jepa worlds: selective shift directions fitted", file=log, flush=True)
     else:
         dirs = ck.shifts
+    dirs = regime_shifts(model, data, dirs)
 
     ranking_set = RankingSet.label(panel, split) if ranking else None
     labelled = ranking_set.labelled if ranking_set is not None else []
     worlds_out = []
     base_stats = world_statistics(_arrays_of(panel), w)
-    for i, spec in enumerate(WORLD_TABLE):
+    for i, spec in enumerate(ALL_WORLDS):
         src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i))
         arrays = make_world(model, dec, dirs, data, pool, latents, spec.channel, spec.alpha, src)
         wp = world_panel(arrays)
         response = shift_response(model, dec, dirs, data, pool, latents, spec.channel, seed + 100)
-        sg = gates.shift_gate(response, spec.channel)
+        sg = gates.world_shift_gate(response, spec.channel)
         entry: dict = {"name": spec.name, "channel": spec.channel, "alpha": spec.alpha,
                        "bootstrap_seed": seed + i, "fingerprint": wp.fingerprint,
                        "shift_gate": {**sg, "response": response},
@@ -220,6 +229,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
                        "weights_sha256": ck.meta["weights_sha256"]},
         "seed": seed, "block_days": 63, "global_gates": global_gates, "ranking": ranking_fig,
         "labelled": [x.__dict__ for x in labelled], "worlds": manifest_worlds,
+        "regimes": regime_record(dirs),
     }
     if directions is not None:  # the stored directions add no key: their manifests are unchanged
         manifest["shift_directions"] = directions

@@ -7,7 +7,7 @@ import pytest
 
 from gymkit.jepa import gates
 from gymkit.jepa.decoder import bootstrap_days
-from gymkit.jepa.generate import WORLD_TABLE, make_world
+from gymkit.jepa.generate import ALL_WORLDS, make_world
 from gymkit.jepa.training import prediction_losses
 from gymkit.jepa.worlds import SHIPPED_DIR, file_sha256
 from gymkit.stress_ranking import auc_with_bootstrap
@@ -54,19 +54,27 @@ def test_unshifted_decode_reproduces_stylised_facts(shipped, data, pool, latents
     assert portable_figures["decode"] == manifest["global_gates"]["decode"]
 
 
-@pytest.mark.parametrize("spec", WORLD_TABLE, ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", ALL_WORLDS, ids=lambda s: s.name)
 def test_shift_gate_decides_kept_and_dropped(spec, manifest, portable_figures) -> None:
     """The shift gate on the response recomputed in portable mode (equal to the manifest's to
-    the last bit) decides exactly what the manifest kept and dropped."""
+    the last bit) decides exactly what the manifest kept and dropped; every candidate world,
+    the crash regime included, is in the manifest."""
     entry = next(w for w in manifest["worlds"] if w["name"] == spec.name)
     response = portable_figures["shift_response"][spec.name]
     assert response == entry["shift_gate"]["response"]
-    result = gates.shift_gate(response, spec.channel)
+    result = gates.world_shift_gate(response, spec.channel)
     assert {**result, "response": response} == entry["shift_gate"]
     if entry["kept"]:
-        assert result["monotone"] and max(result["selectivity"].values()) <= gates.SELECTIVITY_MAX
+        assert result["ok"]
     else:
         assert entry["dropped_because"], "a dropped world must say why"
+
+
+def test_regime_directions_regenerate(manifest, portable_figures) -> None:
+    """The crash regime's direction (signature, spread, cosines) is the manifest's to the bit."""
+    assert manifest["regimes"]["crash"]["signature"] == {
+        "volatility": 1, "correlation": 1, "trend": -1, "dispersion": -1}
+    assert portable_figures["regimes"] == manifest["regimes"]
 
 
 def test_ranking_gate_on_kept_worlds(manifest, train_panel) -> None:

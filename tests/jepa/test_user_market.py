@@ -62,7 +62,7 @@ from gymkit.data import load_panel
 from gymkit.data.default import save_market
 from gymkit.jepa.checkpoint import load_checkpoint
 from gymkit.jepa.decoder import ResidualPool, bootstrap_days
-from gymkit.jepa.generate import WORLD_TABLE, make_world, tile_latents
+from gymkit.jepa.generate import ALL_WORLDS, make_world, regime_shifts, tile_latents
 from gymkit.jepa.model import JEPAConfig
 from gymkit.jepa.train import SHORT_CONFIG, SHORT_DECODER_STEPS, _user_train, train_checkpoint
 from gymkit.jepa.training import prepare
@@ -76,10 +76,11 @@ ck = load_checkpoint(out / "jepa.npz")
 data = prepare(train, ck.model.config)
 pool = ResidualPool.build(data.arrays, ck.model.config.window)
 latents = tile_latents(ck.model, data)
+dirs = regime_shifts(ck.model, data, ck.shifts)
 worlds = {}
-for i, spec in [(-1, None), *enumerate(WORLD_TABLE)]:
+for i, spec in [(-1, None), *enumerate(ALL_WORLDS)]:
     src = bootstrap_days(pool.n_days, np.random.default_rng(20250821 + i))
-    arrays = make_world(ck.model, ck.decoder, ck.shifts, data, pool, latents,
+    arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
                         None if spec is None else spec.channel, 0.0 if spec is None else spec.alpha, src)
     path = out / f"w{i}.npz"
     save_market(arrays, path, seed=20250821 + i)
@@ -125,7 +126,7 @@ def test_holdout_prices_change_no_weight_and_no_world_byte(tmp_path) -> None:
     c = _train_and_decode(tmp_path / "c.parquet", tmp_path / "c")
     assert a["holdout_start"] == b["holdout_start"] == str(split.holdout_start)
     assert b == a  # same train panel, weights, checkpoint bytes and world bytes
-    assert len(a["worlds"]) == 5
+    assert len(a["worlds"]) == 6  # the unshifted decode, four channels and the crash regime
     assert c["train_fingerprint"] != a["train_fingerprint"]
     assert c["weights"] != a["weights"] and c["checkpoint"] != a["checkpoint"]
     assert all(c["worlds"][k] != a["worlds"][k] for k in a["worlds"])

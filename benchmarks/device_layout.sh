@@ -9,6 +9,14 @@ if [ -d .whl ] && ! python3 -c "import polars" 2>/dev/null; then
   else python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   fi
 fi
+# TRL for `gymkit train rl --trainer trl` (the device has transformers, accelerate and pyarrow,
+# not trl or datasets; its Python is 3.12): .whl/trl.tar.xz = trl, datasets, dill and fsspec
+# from this machine's venv, and the cp312/py312 wheels of xxhash and multiprocess (pip download
+# --python-version 3.12 --only-binary=:all:), each with its dist-info folder; the device's own
+# huggingface_hub (a newer one there lacks httpcore2)
+if [ -f .whl/trl.tar.xz ] && ! python3 -c "import trl" 2>/dev/null; then
+  mkdir -p /tmp/site && tar xJf .whl/trl.tar.xz -C /tmp/site
+fi
 # every call: a warm machine must not run the previous call's code (copied over, so the
 # __pycache__ folders, numba's cache among them, stay; numba keys it by the sources' digest)
 mkdir -p /tmp/pkg/gymkit && cp -r gymkit/. /tmp/pkg/gymkit/

@@ -34,10 +34,12 @@ the same bits.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -48,7 +50,8 @@ import torch
 from .policy import deterministic, load_policy
 from .rl import RLConfig, Thermostat, _dump, _print, probe_checkpoint, repo_r
 
-__all__ = ["hf_tokenizer", "prompt_text", "run_rl_trl", "trainer_class"]
+__all__ = ["hf_tokenizer", "logprob_tile", "no_recompute", "prompt_text", "run_rl_trl",
+           "trainer_class"]
 
 
 def hf_tokenizer(tok: Any) -> Any:
@@ -64,6 +67,41 @@ def hf_tokenizer(tok: Any) -> Any:
     raw.pre_tokenizer = WhitespaceSplit()
     return PreTrainedTokenizerFast(tokenizer_object=raw, pad_token=PAD, bos_token=BOS,
                                    eos_token=EOS, unk_token=UNK, padding_side="left")
+
+
+@contextlib.contextmanager
+def logprob_tile(vocab: int) -> Iterator[None]:
+    """TRL's fused log-prob head sized to ``vocab`` while the block runs.
+
+    TRL scores tokens in tiles of (4,096 tokens × 32,768 vocabulary columns), a 512 MB buffer
+    allocated on every forward and backward, sized for a hub vocabulary; ours has a few hundred
+    words, so each call paid the kernel's page zeroing for columns it never used.  One tile of
+    the vocabulary's width computes the same products (benchmarks/RESULTS.md, issue 20)."""
+    import trl.trainer.utils as trl_utils
+
+    name = "_CHUNKED_LOGPROB_CHUNK_SIZE"
+    if not hasattr(trl_utils, name):  # another TRL: nothing to size
+        yield
+        return
+    old = getattr(trl_utils, name)
+    setattr(trl_utils, name, min(old, max(64, -(-int(vocab) // 64) * 64)))
+    try:
+        yield
+    finally:
+        setattr(trl_utils, name, old)
+
+
+def no_recompute(config_cls: type) -> dict[str, bool]:
+    """The keyword that turns off TRL's default activation checkpointing: a policy of a few
+    hundred thousand parameters has no memory to save, and recomputing its forward pass in
+    every backward costs time and changes no bit.  ``activation_checkpointing`` on
+    transformers ≥ 5 (``gradient_checkpointing`` there is a deprecated alias), else the old
+    name."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_cls)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names
+            else "gradient_checkpointing": False}
 
 
 def prompt_text(tok: Any, brief: str) -> str:
@@ -196,7 +234,7 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         max_completion_length=cfg.max_new, temperature=cfg.temperature, top_p=1.0, top_k=0,
         loss_type="cispo", epsilon_high=cfg.cap, beta=cfg.kl_beta, logging_steps=cfg.passes,
         save_strategy="no", report_to="none", disable_tqdm=True, dataloader_num_workers=0,
-        bf16=False, fp16=False, remove_unused_columns=False, **kw)
+        bf16=False, fp16=False, remove_unused_columns=False, **no_recompute(GRPOConfig), **kw)
     reward = _Reward(cfg.env_id, cfg.group, tok, cfg.commit)
     files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8")
              for k in ("log", "rollouts", "probe", "timings")}
@@ -273,7 +311,8 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # TRL's metrics go to trl/log_history.json
-        trainer.train()
+        with logprob_tile(model.config.vocab_size):
+            trainer.train()
     (out / "trl").mkdir(parents=True, exist_ok=True)
     (out / "trl" / "log_history.json").write_text(_dump(trainer.state.log_history) + "\n")
     for f in files.values():

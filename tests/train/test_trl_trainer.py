@@ -109,3 +109,59 @@ def test_trl_trainer_refuses_a_floor_override(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="advantage floor"):
         run_rl_trl(replace(RLConfig(), no_floor=True), tmp_path)
+
+
+def test_logprob_tile_is_sized_to_the_vocabulary_and_restored() -> None:
+    import trl.trainer.utils as trl_utils
+
+    from gymkit.train.trl_trainer import logprob_tile
+
+    before = trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE
+    with logprob_tile(301):
+        assert trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE == 320  # whole multiples of 64
+    assert trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE == before
+    with pytest.raises(RuntimeError), logprob_tile(301):
+        raise RuntimeError("the trainer failed")
+    assert trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE == before
+
+
+def test_a_vocabulary_wide_tile_gives_trl_s_kernel_the_same_bits() -> None:
+    """TRL's fused log-prob head (its own autograd function) with one tile of the vocabulary's
+    width: log probs, entropies and every gradient equal the default tile's bit for bit."""
+    import torch
+    from trl.kernels.chunked_logprob import ChunkedLogProbFunction
+
+    g = torch.Generator().manual_seed(0)
+    n, h, v = 4500, 96, 301  # more tokens than TRL's 4,096-token chunk
+
+    def run(chunk: int) -> list:
+        hid = torch.randn(n, h, generator=torch.Generator().manual_seed(1), requires_grad=True)
+        w = torch.randn(v, h, generator=torch.Generator().manual_seed(2), requires_grad=True)
+        tgt = torch.randint(0, v, (n,), generator=torch.Generator().manual_seed(3))
+        lp, ent, *_ = ChunkedLogProbFunction.apply(hid, w, None, tgt, 1.0, chunk, None, 1.0,
+                                                   ("log_probs", "entropy"))
+        ((lp * torch.randn(n, generator=g)).sum() + ent.sum()).backward()
+        return [lp.detach(), ent.detach(), hid.grad, w.grad]
+
+    wide = run(32768)
+    g.manual_seed(0)
+    narrow = run(320)
+    for a, b in zip(wide, narrow, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_trl_config_runs_without_activation_checkpointing(tmp_path: Path) -> None:
+    """TRL turns activation checkpointing on by default; the run turns it off under the name
+    this transformers uses, without its deprecation warning."""
+    import warnings
+
+    from trl import GRPOConfig
+
+    from gymkit.train.trl_trainer import no_recompute
+
+    assert GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none").gradient_checkpointing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none",
+                          **no_recompute(GRPOConfig))
+    assert args.gradient_checkpointing is False

@@ -1,0 +1,121 @@
+"""Diagnostic: how much of a stress world's ranking gate is its one bootstrap draw (issue 18).
+
+A world is the frozen model's shifted latents decoded with **one** seeded 63-day block
+bootstrap of shocks (world i of the table: seed + i).  The ranking gate's 95% interval is a
+bootstrap over *formulas*; it does not see the draw.  This script regenerates every candidate
+world (the four channels and the crash regime) on ``--draws`` K draws, draw k of world i
+from bootstrap seed ``seed + i + 10·k`` (k = 0 is the manifest's own draw, checked to give
+the manifest's gate figures to the bit), re-scores the manifest's labelled formulas in each,
+and prints per world and draw the ranking gate, then per world:
+
+* ``passes``: the draws on which the gate passes;
+* ``on_mean_drop``: the gate on each formula's drop averaged over the K draws (what a
+  world of K draws would be judged on);
+* ``drop_rank_corr``: the mean Spearman correlation across formulas of the drops of two
+  draws (1.0: R3's drop is the world's; 0: it is the draw's).
+
+Runs in portable mode (re-executes itself), so the figures are the manifest's arithmetic.
+
+    python benchmarks/world_draws.py [--market FILE] [--draws 6] [--worlds crash,volatility]
+
+``--market``: a panel file whose worlds were built by ``gymkit jepa worlds --market FILE``
+(its user cache folder); default: the embedded market and the shipped worlds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--market", default=None)
+    p.add_argument("--draws", type=int, default=6)
+    p.add_argument("--worlds", default=None, help="comma-separated world names (default: all)")
+    args = p.parse_args(argv)
+    if not 1 <= args.draws <= 9:  # k = 10 would reach the shift gate's draw (seed + 100)
+        p.error("--draws must be 1..9")
+    from gymkit.jepa import portable
+
+    if os.environ.get(portable.FLAG) != "1":
+        return portable.run_portable([__file__, *sys.argv[1:]]).returncode
+    portable.enter()
+    warnings.simplefilter("ignore")
+    from gymkit.jepa.checkpoint import load_checkpoint
+    from gymkit.jepa.decoder import ResidualPool, bootstrap_days
+    from gymkit.jepa.generate import ALL_WORLDS, make_world, regime_shifts, tile_latents
+    from gymkit.jepa.training import prepare
+    from gymkit.jepa.worlds import read_manifest, world_panel
+    from gymkit.stress_ranking import Labelled, RankingSet, gate_figures
+    from gymkit.verifiers.costs import TrainCosts
+    from gymkit.verifiers.cpcv import CPCV
+    from gymkit.verifiers.windows import BURN_IN
+
+    if args.market is None:
+        from gymkit.data import DEFAULT_SPLIT, default_market
+
+        train, split = DEFAULT_SPLIT.train(default_market()), DEFAULT_SPLIT
+        man, folder = read_manifest("default")
+    else:
+        from gymkit.data import load_panel
+        from gymkit.jepa.train import _user_train
+        from gymkit.worlds_cache import MANIFEST_NAME, worlds_dir
+
+        train, split = _user_train(load_panel(args.market, strict=False))
+        man, folder = read_manifest(worlds_dir(train, split) / MANIFEST_NAME)
+    if man["train_fingerprint"] != train.fingerprint:
+        raise SystemExit("the manifest was built on another train panel")
+    ck = load_checkpoint(Path(folder) / man["checkpoint"]["file"])
+    data = prepare(train, ck.model.config)
+    pool = ResidualPool.build(data.arrays, ck.model.config.window)
+    lat = tile_latents(ck.model, data)
+    dirs = regime_shifts(ck.model, data, ck.shifts)
+    rs = RankingSet([Labelled(**x) for x in man["labelled"]], split, TrainCosts(), CPCV(), BURN_IN)
+    entries = {w["name"]: w for w in man["worlds"]}
+    seed = man["seed"]
+    summary = {}
+    for i, spec in enumerate(ALL_WORLDS):
+        if spec.name not in entries or (args.worlds and spec.name not in args.worlds.split(",")):
+            continue
+        drops, passes = [], []
+        for k in range(args.draws):
+            t = time.perf_counter()
+            src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i + 10 * k))
+            wp = world_panel(make_world(ck.model, ck.decoder, dirs, data, pool, lat, spec.channel,
+                                        spec.alpha, src))
+            d = rs.drops(wp)
+            g = gate_figures(rs.labelled, [d.tolist()])[0][0]
+            if k == 0 and "ranking_gate" in entries[spec.name]:
+                assert g == entries[spec.name]["ranking_gate"], (spec.name, "draw 0 != manifest")
+            drops.append(d)
+            passes.append(bool(g["ok"]))
+            print(json.dumps({"world": spec.name, "draw": seed + i + 10 * k, "auc": g["auc"],
+                              "auc_lo": g["auc_lo"], "static_to_robust": g["static_to_robust"],
+                              "ok": g["ok"], "seconds": round(time.perf_counter() - t, 1)}),
+                  flush=True)
+        mean_gate = gate_figures(rs.labelled, [np.mean(drops, axis=0).tolist()])[0][0]
+        pairs = [_spearman(drops[a], drops[b]) for a in range(len(drops))
+                 for b in range(a + 1, len(drops))]
+        summary[spec.name] = {"passes": f"{sum(passes)}/{len(passes)}",
+                              "on_mean_drop": mean_gate,
+                              "drop_rank_corr": float(np.mean(pairs)) if pairs else None}
+    print(json.dumps({"summary": summary}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,6 +17,7 @@ and prints per world and draw the ranking gate, then per world:
 Runs in portable mode (re-executes itself), so the figures are the manifest's arithmetic.
 
     python benchmarks/world_draws.py [--market FILE] [--draws 6] [--worlds crash,volatility]
+                                     [--first-seed 20251821]
 
 ``--market``: a panel file whose worlds were built by ``gymkit jepa worlds --market FILE``
 (its user cache folder); default: the embedded market and the shipped worlds.
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--market", default=None)
     p.add_argument("--draws", type=int, default=6)
     p.add_argument("--worlds", default=None, help="comma-separated world names (default: all)")
+    p.add_argument("--first-seed", type=int, default=None,
+                   help="draw k of every world from bootstrap seed FIRST_SEED + k instead "
+                        "(fresh draws shared by all worlds; no manifest check)")
     args = p.parse_args(argv)
     if not 1 <= args.draws <= 9:  # k = 10 would reach the shift gate's draw (seed + 100)
         p.error("--draws must be 1..9")
@@ -94,16 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         drops, passes = [], []
         for k in range(args.draws):
             t = time.perf_counter()
-            src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i + 10 * k))
+            draw = seed + i + 10 * k if args.first_seed is None else args.first_seed + k
+            src = bootstrap_days(pool.n_days, np.random.default_rng(draw))
             wp = world_panel(make_world(ck.model, ck.decoder, dirs, data, pool, lat, spec.channel,
                                         spec.alpha, src))
             d = rs.drops(wp)
             g = gate_figures(rs.labelled, [d.tolist()])[0][0]
-            if k == 0 and "ranking_gate" in entries[spec.name]:
+            if k == 0 and args.first_seed is None and "ranking_gate" in entries[spec.name]:
                 assert g == entries[spec.name]["ranking_gate"], (spec.name, "draw 0 != manifest")
             drops.append(d)
             passes.append(bool(g["ok"]))
-            print(json.dumps({"world": spec.name, "draw": seed + i + 10 * k, "auc": g["auc"],
+            print(json.dumps({"world": spec.name, "draw": draw, "auc": g["auc"],
                               "auc_lo": g["auc_lo"], "static_to_robust": g["static_to_robust"],
                               "ok": g["ok"], "seconds": round(time.perf_counter() - t, 1)}),
                   flush=True)

@@ -43,25 +43,35 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gymkit.cli.options import add_market_args
+    from gymkit.jepa.generate import ALL_WORLDS
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--market", default=None)
+    p.add_argument("--market", default=None, help="panel file, read as `gymkit jepa worlds "
+                   "--market` read it (same --lenient/--columns/--adjust/--split)")
+    add_market_args(p, market=False)
     p.add_argument("--draws", type=int, default=6)
     p.add_argument("--worlds", default=None, help="comma-separated world names (default: all)")
     p.add_argument("--first-seed", type=int, default=None,
                    help="draw k of every world from bootstrap seed FIRST_SEED + k instead "
                         "(fresh draws shared by all worlds; no manifest check)")
     args = p.parse_args(argv)
-    if not 1 <= args.draws <= 9:  # k = 10 would reach the shift gate's draw (seed + 100)
-        p.error("--draws must be 1..9")
+    if not 1 <= args.draws <= 10:  # k <= 9: seed + i + 90 stays below the shift gate's seed + 100
+        p.error("--draws must be 1..10")
+    names = [w.name for w in ALL_WORLDS]
+    wanted = names if not args.worlds else args.worlds.split(",")
+    if unknown := [w for w in wanted if w not in names]:
+        p.error(f"unknown world(s) {unknown}; expected some of {names}")
     from gymkit.jepa import portable
 
     if os.environ.get(portable.FLAG) != "1":
-        return portable.run_portable([__file__, *sys.argv[1:]]).returncode
+        return portable.run_portable([__file__, *argv]).returncode
     portable.enter()
     warnings.simplefilter("ignore")
     from gymkit.jepa.checkpoint import load_checkpoint
     from gymkit.jepa.decoder import ResidualPool, bootstrap_days
-    from gymkit.jepa.generate import ALL_WORLDS, make_world, regime_shifts, tile_latents
+    from gymkit.jepa.generate import make_world, regime_shifts, selective_shifts, tile_latents
     from gymkit.jepa.training import prepare
     from gymkit.jepa.worlds import read_manifest, world_panel
     from gymkit.stress_ranking import Labelled, RankingSet, gate_figures
@@ -75,11 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         train, split = DEFAULT_SPLIT.train(default_market()), DEFAULT_SPLIT
         man, folder = read_manifest("default")
     else:
-        from gymkit.data import load_panel
+        from gymkit.cli.options import parse_split, read_market
         from gymkit.jepa.train import _user_train
         from gymkit.worlds_cache import MANIFEST_NAME, worlds_dir
 
-        train, split = _user_train(load_panel(args.market, strict=False))
+        train, split = _user_train(read_market(args), parse_split(args.split))
         man, folder = read_manifest(worlds_dir(train, split) / MANIFEST_NAME)
     if man["train_fingerprint"] != train.fingerprint:
         raise SystemExit("the manifest was built on another train panel")
@@ -87,13 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     data = prepare(train, ck.model.config)
     pool = ResidualPool.build(data.arrays, ck.model.config.window)
     lat = tile_latents(ck.model, data)
-    dirs = regime_shifts(ck.model, data, ck.shifts)
+    dirs = ck.shifts
+    if "shift_directions" in man:  # a --shifts selective manifest: its directions, refitted
+        dirs = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool, lat,
+                                man["shift_directions"]["calibration_seed"])[0]
+    dirs = regime_shifts(ck.model, data, dirs)
     rs = RankingSet([Labelled(**x) for x in man["labelled"]], split, TrainCosts(), CPCV(), BURN_IN)
     entries = {w["name"]: w for w in man["worlds"]}
     seed = man["seed"]
     summary = {}
     for i, spec in enumerate(ALL_WORLDS):
-        if spec.name not in entries or (args.worlds and spec.name not in args.worlds.split(",")):
+        if spec.name not in entries or spec.name not in wanted:
             continue
         drops, passes = [], []
         for k in range(args.draws):
@@ -105,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             d = rs.drops(wp)
             g = gate_figures(rs.labelled, [d.tolist()])[0][0]
             if k == 0 and args.first_seed is None and "ranking_gate" in entries[spec.name]:
-                assert g == entries[spec.name]["ranking_gate"], (spec.name, "draw 0 != manifest")
+                if g != entries[spec.name]["ranking_gate"]:
+                    raise SystemExit(f"{spec.name}: draw 0 does not reproduce the manifest's gate")
             drops.append(d)
             passes.append(bool(g["ok"]))
             print(json.dumps({"world": spec.name, "draw": draw, "auc": g["auc"],

@@ -11,10 +11,10 @@ unshifted decode       each :data:`DECODE_BANDS` fact of the α = 0 world lies i
 shift (per world)      the world's own statistic rises strictly with α over −2 … +2, and each
                        other statistic moves (α = +2 vs −2) by ≤ 0.5 × the own move, all in
                        units of the statistic's train-window spread
-regime shift (per     every statistic of the regime's signature (:data:`~.shifts.REGIMES`)
-regime world)         moves strictly monotonically with α the declared way, each by at least
-                      0.5 × the largest of those moves (no bystander in a declared regime),
-                      and any statistic outside the signature by ≤ 0.5 × the smallest
+regime shift (per      every statistic of the regime's signature (:data:`~.shifts.REGIMES`)
+regime world)          moves strictly monotonically with α the declared way, each by at least
+                       0.5 × the largest of those moves (no bystander in a declared regime),
+                       and any statistic outside the signature by ≤ 0.5 × the smallest
 ranking (per world)    AUC (fragile drop > robust drop) with 95% bootstrap lower bound > 0.5
                        over ≥ 100 formulas per class, and the static books' mean drop ≥ 2 ×
                        the robust formulas' mean drop

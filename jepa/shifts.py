@@ -100,7 +100,8 @@ def _masked_window_statistics(r: np.ndarray) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True)
 class ShiftDirections:
-    """Unit directions (4, N·D), spreads (4,) and the latent shape (N, D)."""
+    """Unit directions (C, N·D) and spreads (C,) of C channels (the four of
+    :data:`SHIFT_ORDER`, plus any regime added by :func:`with_regimes`)."""
 
     names: tuple[str, ...]
     directions: np.ndarray
@@ -166,8 +167,9 @@ def stress_index(stats: dict[str, np.ndarray], signature: dict[str, int]) -> np.
 def with_regimes(dirs: ShiftDirections, latents: np.ndarray, stats: dict[str, np.ndarray],
                  regimes: dict[str, dict[str, int]] = REGIMES) -> ShiftDirections:
     """``dirs`` plus one channel per regime (module doc), fitted on (K, N, D) train-window
-    ``latents`` and their statistics; ``raw_cosines`` becomes the cosines of all the unit
-    directions (a regime is not orthogonalised)."""
+    ``latents`` and their statistics.  ``raw_cosines``: ``dirs``' own block as it was, and each
+    regime's row and column its cosine with every unit direction (a regime is not
+    orthogonalised, so its cosines are those of the directions it is shifted along)."""
     flat = latents.reshape(latents.shape[0], -1)
     rows = []
     for signature in regimes.values():
@@ -177,8 +179,10 @@ def with_regimes(dirs: ShiftDirections, latents: np.ndarray, stats: dict[str, np
         rows.append(v / np.linalg.norm(v))
     d = np.vstack([dirs.directions, *rows])
     spreads = ((flat - flat.mean(axis=0)) @ np.array(rows).T).std(axis=0)
-    return ShiftDirections((*dirs.names, *regimes), d, np.concatenate([dirs.spreads, spreads]),
-                           d @ d.T)
+    cos = d @ d.T
+    n = len(dirs.names)
+    cos[:n, :n] = dirs.raw_cosines
+    return ShiftDirections((*dirs.names, *regimes), d, np.concatenate([dirs.spreads, spreads]), cos)
 
 
 def shift(latents: np.ndarray, dirs: ShiftDirections, name: str, alpha: float) -> np.ndarray:

@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="draw k of every world from bootstrap seed FIRST_SEED + k instead "
                         "(fresh draws shared by all worlds; no manifest check)")
     args = p.parse_args(argv)
-    if not 1 <= args.draws <= 10:  # k <= 9: seed + i + 90 stays below the shift gate's seed + 100
-        p.error("--draws must be 1..10")
+    from gymkit.jepa.generate import MAX_DRAWS
+
+    if not 1 <= args.draws <= MAX_DRAWS:
+        p.error(f"--draws must be 1..{MAX_DRAWS}")
     names = [w.name for w in ALL_WORLDS]
     wanted = names if not args.worlds else args.worlds.split(",")
     if unknown := [w for w in wanted if w not in names]:
@@ -71,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
     from gymkit.jepa.checkpoint import load_checkpoint
     from gymkit.jepa.decoder import ResidualPool, bootstrap_days
-    from gymkit.jepa.generate import make_world, regime_shifts, selective_shifts, tile_latents
+    from gymkit.jepa.generate import (
+        draw_seed,
+        make_world,
+        regime_shifts,
+        selective_shifts,
+        tile_latents,
+    )
     from gymkit.jepa.training import prepare
     from gymkit.jepa.worlds import read_manifest, world_panel
     from gymkit.stress_ranking import Labelled, RankingSet, gate_figures
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         drops, passes = [], []
         for k in range(args.draws):
             t = time.perf_counter()
-            draw = seed + i + 10 * k if args.first_seed is None else args.first_seed + k
+            draw = draw_seed(seed, i, k) if args.first_seed is None else args.first_seed + k
             src = bootstrap_days(pool.n_days, np.random.default_rng(draw))
             wp = world_panel(make_world(ck.model, ck.decoder, dirs, data, pool, lat, spec.channel,
                                         spec.alpha, src))

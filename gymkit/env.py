@@ -70,7 +70,7 @@ def _stress_worlds(config: EnvConfig, train: Panel) -> tuple[tuple, str, str]:
     """
     if not config.stress_worlds or "jepa_stress" not in config.channels:
         return (), "", "not configured"
-    from gymkit.jepa.worlds import load_stress_worlds, read_manifest
+    from gymkit.jepa.worlds import load_stress_worlds, read_manifest, world_draws
 
     spec = config.stress_worlds
     if spec == "default" and config.market != "default":  # `gymkit jepa worlds --market` output
@@ -84,7 +84,8 @@ def _stress_worlds(config: EnvConfig, train: Panel) -> tuple[tuple, str, str]:
         hint = "" if spec != "default" or config.market == "default" else (
             "; run: gymkit jepa train --market FILE && gymkit jepa worlds --market FILE")
         return (), "", f"{exc}{hint}"
-    digest = "|".join(f"{w['name']}:{w['sha256']}" for w in man["worlds"] if w.get("kept"))
+    digest = "|".join(f"{name}:{d['sha256']}" for w in man["worlds"] if w.get("kept")
+                      for name, d in world_draws(w))  # one draw per world: name:sha256 as ever
     return worlds, digest, ""
 
 

@@ -38,8 +38,8 @@ from .decoder import (
 from .shifts import SHIFT_ORDER, ShiftDirections, shift, window_statistics, with_regimes
 from .training import TrainingData, encode, present_of
 
-__all__ = ["ALL_WORLDS", "ALPHAS", "DRIFT_SIGN_SEED", "REGIME_TABLE", "WORLD_TABLE", "WorldSpec",
-           "drift_persistence", "fit_shifts", "impute_absent", "make_world", "regime_shifts",
+__all__ = ["ALL_WORLDS", "ALPHAS", "DRIFT_SIGN_SEED", "MAX_DRAWS", "REGIME_TABLE", "WORLD_TABLE",
+           "WorldSpec", "draw_seed", "drift_persistence", "fit_shifts", "impute_absent", "make_world", "regime_shifts",
            "response_matrix", "selective_shifts", "shift_response", "stat_spreads",
            "tile_latents", "transient_drift"]
 
@@ -69,6 +69,17 @@ WORLD_TABLE: tuple[WorldSpec, ...] = (
 REGIME_TABLE: tuple[WorldSpec, ...] = (WorldSpec("crash", "crash", 2.0),)
 #: Every candidate world, in manifest order.
 ALL_WORLDS: tuple[WorldSpec, ...] = WORLD_TABLE + REGIME_TABLE
+#: Most bootstrap draws a world may have (``gymkit jepa worlds --draws``): draw k of world i
+#: uses seed + i + 10·k, which stays below the shift gate's draw (seed + 100) for k ≤ 9.
+MAX_DRAWS = 10
+
+
+def draw_seed(seed: int, world: int, k: int) -> int:
+    """Bootstrap seed of draw ``k`` of world number ``world`` (:data:`ALL_WORLDS` order): draw 0
+    is the world's one draw of a single-draw manifest."""
+    if not 0 <= k < MAX_DRAWS:
+        raise ValueError(f"draw {k} is out of range 0..{MAX_DRAWS - 1}")
+    return seed + world + 10 * k
 
 _SHIFT_STRIDE = 7
 #: Seed of the per-(tile, stock) signs of :func:`transient_drift` (fixed: worlds are a function

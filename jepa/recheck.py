@@ -69,7 +69,7 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
         tile_latents,
     )
     from .training import prepare
-    from .worlds import file_sha256
+    from .worlds import file_sha256, world_draws
 
     manifest_path = Path(manifest_path)
     man = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -96,17 +96,20 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
             if not w["kept"]:
                 continue
             spec = next(s for s in ALL_WORLDS if s.name == w["name"])
-            src = bootstrap_days(pool.n_days, np.random.default_rng(w["bootstrap_seed"]))
-            arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
-                                spec.channel, spec.alpha, src)
-            path = Path(tmp) / w["file"]
-            save_market(arrays, path, seed=w["bootstrap_seed"])
-            out["worlds"][w["name"]] = file_sha256(path)
+            for name, d in world_draws(w):  # every saved draw (one unless --draws K)
+                src = bootstrap_days(pool.n_days, np.random.default_rng(d["bootstrap_seed"]))
+                arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
+                                    spec.channel, spec.alpha, src)
+                path = Path(tmp) / d["file"]
+                save_market(arrays, path, seed=d["bootstrap_seed"])
+                out["worlds"][name] = file_sha256(path)
     return out
 
 
 def compare(figures: dict, manifest: dict) -> list[str]:
     """Every figure of ``figures`` that differs from ``manifest`` ([] when all are equal)."""
+    from .worlds import world_draws
+
     bad = [f"global gate {k}: {figures[k]} != {manifest['global_gates'][k]}"
            for k in ("collapse", "prediction", "decode") if figures[k] != manifest["global_gates"][k]]
     if figures.get("shift_directions") != manifest.get("shift_directions"):
@@ -116,9 +119,12 @@ def compare(figures: dict, manifest: dict) -> list[str]:
     for w in manifest["worlds"]:
         if figures["shift_response"][w["name"]] != w["shift_gate"]["response"]:
             bad.append(f"world {w['name']}: shift-gate response differs")
-        if w["kept"] and figures["worlds"].get(w["name"]) != w["sha256"]:
-            bad.append(f"world {w['name']}: sha256 {str(figures['worlds'].get(w['name']))[:16]} "
-                       f"!= {w['sha256'][:16]}")
+        if not w["kept"]:
+            continue
+        for name, d in world_draws(w):
+            if figures["worlds"].get(name) != d["sha256"]:
+                bad.append(f"world {name}: sha256 {str(figures['worlds'].get(name))[:16]} "
+                           f"!= {d['sha256'][:16]}")
     return bad
 
 

@@ -119,15 +119,20 @@ def train_checkpoint(panel: Panel, out: str | Path, *, config=None, epochs: int 
 
 def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, seed: int = WORLD_SEED,
                  prefix: str = "us46", ranking: bool = True, split: Split | None = None,
-                 shifts: str = "stored", log=sys.stderr) -> dict:
+                 shifts: str = "stored", draws: int = 1, log=sys.stderr) -> dict:
     """Decode, gate and save the stress worlds of ``checkpoint`` for train panel ``panel``.
 
     ``split``: the split the ranking gate's formulas are scored under (default: the default
     market's; a user market passes its own).  ``shifts``: ``"stored"`` (the checkpoint's
     directions) or ``"selective"`` (:func:`~gymkit.jepa.generate.selective_shifts`, fitted on
     the calibration draw ``seed`` + :data:`CALIBRATION_OFFSET`; the manifest records the fit
-    under ``shift_directions``).  Writes ``<prefix>_world_<name>.npz`` for each kept world and
-    ``<prefix>_worlds.json`` (manifest, every gate figure); returns the manifest.
+    under ``shift_directions``).  ``draws``: bootstrap draws per world (draw k of world i from
+    :func:`~gymkit.jepa.generate.draw_seed`); with more than one, the ranking gate judges each
+    formula's drop averaged over the draws (``ranking_gate``; each draw's own gate under
+    ``ranking_gate_per_draw``), every draw of a kept world is saved and R3 scores all of them, and
+    the entry lists draws 1… under ``draws``.  One draw writes the single-draw manifest, key for
+    key.  Writes ``<prefix>_world_<name>.npz`` (draw k ≥ 1: ``…_<name>_draw<k>.npz``) for each kept
+    world and ``<prefix>_worlds.json`` (manifest, every gate figure); returns the manifest.
     """
 
     from gymkit.data.default import save_market
@@ -139,6 +144,8 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     from .decoder import ResidualPool, bootstrap_days
     from .generate import (
         ALL_WORLDS,
+        MAX_DRAWS,
+        draw_seed,
         make_world,
         regime_shifts,
         shift_response,
@@ -155,6 +162,8 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     if ck.meta["data_fingerprint"] != panel.fingerprint:
         raise ValueError("the checkpoint was trained on another train panel "
                          f"({ck.meta['data_fingerprint'][:12]} != {panel.fingerprint[:12]})")
+    if not 1 <= int(draws) <= MAX_DRAWS:
+        raise ValueError(f"draws must be 1..{MAX_DRAWS}, got {draws}")
     if shifts not in SHIFT_METHODS:
         raise ValueError(f"shifts must be one of {list(SHIFT_METHODS)}, got {shifts!r}")
     model, dec = ck.model, ck.decoder
@@ -181,19 +190,32 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     worlds_out = []
     base_stats = world_statistics(_arrays_of(panel), w)
     for i, spec in enumerate(ALL_WORLDS):
-        src = bootstrap_days(pool.n_days, np.random.default_rng(seed + i))
-        arrays = make_world(model, dec, dirs, data, pool, latents, spec.channel, spec.alpha, src)
-        wp = world_panel(arrays)
+        drawn = []  # (bootstrap seed, arrays, panel, drops) per draw
+        for k in range(int(draws)):
+            s = draw_seed(seed, i, k)
+            arrays = make_world(model, dec, dirs, data, pool, latents, spec.channel, spec.alpha,
+                                bootstrap_days(pool.n_days, np.random.default_rng(s)))
+            wp = world_panel(arrays)
+            drawn.append((s, arrays, wp, ranking_set.drops(wp) if labelled else None))
+        arrays, wp = drawn[0][1], drawn[0][2]
         response = shift_response(model, dec, dirs, data, pool, latents, spec.channel, seed + 100)
         sg = gates.world_shift_gate(response, spec.channel)
         entry: dict = {"name": spec.name, "channel": spec.channel, "alpha": spec.alpha,
-                       "bootstrap_seed": seed + i, "fingerprint": wp.fingerprint,
+                       "bootstrap_seed": drawn[0][0], "fingerprint": wp.fingerprint,
                        "shift_gate": {**sg, "response": response},
                        "summary": {"world": world_statistics(arrays, w), "base": base_stats,
                                    "facts": gates.decode_facts(wp)}}
+        if len(drawn) > 1:
+            entry["draws"] = [{"bootstrap_seed": s, "fingerprint": p.fingerprint}
+                              for s, _, p, _ in drawn[1:]]
         if labelled:
-            entry["drops"] = ranking_set.drops(wp).tolist()
-        worlds_out.append((entry, arrays))
+            per_draw = [d for *_, d in drawn]
+            entry["drops"] = (per_draw[0] if len(per_draw) == 1
+                              else np.mean(per_draw, axis=0)).tolist()
+            if len(per_draw) > 1:
+                entry["ranking_gate_per_draw"] = [gate_figures(labelled, [d.tolist()])[0][0]
+                                                  for d in per_draw]
+        worlds_out.append((entry, [a for _, a, _, _ in drawn]))
         print(f"jepa worlds: {spec.name} decoded", file=log, flush=True)
 
     ranking_fig = {}
@@ -205,7 +227,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
     # Worlds are dropped by the gates on what they are: the unshifted decode, their shift and
     # their ranking.  The collapse and predictor gates judge the model and are reported.
     global_ok = all(v["ok"] for v in global_gates["decode"].values())
-    for e, arrays in worlds_out:
+    for e, all_arrays in worlds_out:
         reasons = []
         if not global_ok:
             reasons.append("unshifted decode gate failed")
@@ -218,9 +240,14 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
         e.pop("drops", None)
         if e["kept"]:
             path = out_dir / f"{prefix}_world_{e['name']}.npz"
-            save_market(arrays, path, seed=e["bootstrap_seed"])
+            save_market(all_arrays[0], path, seed=e["bootstrap_seed"])
             e["file"] = path.name
             e["sha256"] = file_sha256(path)
+            for k, (d, arrays) in enumerate(zip(e.get("draws", []), all_arrays[1:], strict=True), 1):
+                path = out_dir / f"{prefix}_world_{e['name']}_draw{k}.npz"
+                save_market(arrays, path, seed=d["bootstrap_seed"])
+                d["file"] = path.name
+                d["sha256"] = file_sha256(path)
         manifest_worlds.append(e)
     manifest = {
         "format": "gymkit-stress-worlds-v1", "train_fingerprint": panel.fingerprint,
@@ -279,6 +306,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shifts", choices=SHIFT_METHODS, default="stored",
                    help="worlds: the checkpoint's shift directions (stored, default) or directions "
                         "fitted to move one statistic each (selective; jepa/README.md)")
+    p.add_argument("--draws", type=int, default=1,
+                   help="worlds: bootstrap draws per world (default 1); with more, the ranking "
+                        "gate judges each formula's drop averaged over the draws and R3 scores "
+                        "every draw of a kept world (jepa/README.md 'One draw per world')")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -289,6 +320,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
     argv = ["jepa", args.action, "--threads", str(args.threads), "--device", args.device]
     argv += ["--short"] if getattr(args, "short", False) else []
     argv += ["--shifts", args.shifts] if getattr(args, "shifts", "stored") != "stored" else []
+    argv += ["--draws", str(args.draws)] if getattr(args, "draws", 1) != 1 else []
     for flag, value in (("--market", args.market), ("--epochs", args.epochs), ("--seed", args.seed),
                         ("--checkpoint", args.checkpoint), ("--out", args.out)):
         if value is not None:
@@ -352,7 +384,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     man = build_worlds(args.checkpoint, panel, args.out,
                        seed=WORLD_SEED if args.seed is None else args.seed, prefix=prefix,
-                       split=None if args.market is None else split, shifts=args.shifts)
+                       split=None if args.market is None else split, shifts=args.shifts,
+                       draws=args.draws)
     for wd in man["worlds"]:
         status = "kept" if wd["kept"] else "DROPPED (" + "; ".join(wd["dropped_because"]) + ")"
         print(f"world {wd['name']:12s} {status}")

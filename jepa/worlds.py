@@ -4,7 +4,8 @@ A world is a complete train-window panel (the train panel's dates, tickers, sect
 shares outstanding; decoded prices and volumes) stored like the default market, in exact
 cents and whole shares (:func:`gymkit.data.default.save_market`).  A manifest
 (``<prefix>_worlds.json``) lists every generated world with its channel, shift size, file
-sha256, panel fingerprint, gate figures and whether it was kept; only kept worlds are read.
+sha256, panel fingerprint, gate figures and whether it was kept; only kept worlds are read
+(every saved draw of one, with ``--draws K``: :func:`world_draws`).
 
 :func:`load_stress_worlds` returns the kept worlds of a manifest after checking that they were
 generated from the very train panel the environment scores on (data fingerprint) and that
@@ -28,7 +29,7 @@ from gymkit.data.default import load_market
 from gymkit.data.panel import Panel
 
 __all__ = ["SHIPPED_DIR", "SHIPPED_MANIFEST", "StressWorld", "file_sha256", "load_stress_worlds",
-           "read_manifest", "world_panel"]
+           "read_manifest", "world_draws", "world_panel"]
 
 #: Where the shipped checkpoint, worlds and manifest live (package data of gymkit.jepa).
 SHIPPED_DIR: Path = Path(__file__).resolve().parent
@@ -64,6 +65,14 @@ def world_panel(arrays) -> Panel:
     return panel.replace(**nan)
 
 
+def world_draws(entry: dict) -> list[tuple[str, dict]]:
+    """(name, record) of every saved draw of a kept manifest entry: draw 0 is the entry itself
+    under the world's name, draw k ≥ 1 its ``draws[k - 1]`` as ``<name>@draw<k>`` (a manifest
+    of ``gymkit jepa worlds --draws K``; each record has ``file`` and ``sha256``)."""
+    return [(entry["name"], entry)] + [(f"{entry['name']}@draw{k}", d)
+                                        for k, d in enumerate(entry.get("draws", []), 1)]
+
+
 def read_manifest(spec: str | Path) -> tuple[dict, Path]:
     """Read a worlds manifest: ``'default'`` (the shipped one) or a path; returns (dict, folder)."""
     path = SHIPPED_MANIFEST if str(spec) == "default" else Path(spec)
@@ -88,16 +97,17 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
     for w in man["worlds"]:
         if not w.get("kept"):
             continue
-        path = folder / w["file"]
-        if not path.is_file():
-            raise FileNotFoundError(f"stress world file missing: {path}")
-        if file_sha256(path) != w["sha256"]:
-            raise ValueError(f"stress world file {path.name} does not match its manifest sha256")
-        panel = world_panel(load_market(path))
-        if not (np.array_equal(panel.dates, train.dates) and panel.tickers == train.tickers):
-            raise ValueError(f"stress world {w['name']} does not cover the train panel's "
-                             "dates and tickers")
-        out.append(StressWorld(w["name"], w["channel"], float(w["alpha"]), panel))
+        for name, d in world_draws(w):
+            path = folder / d["file"]
+            if not path.is_file():
+                raise FileNotFoundError(f"stress world file missing: {path}")
+            if file_sha256(path) != d["sha256"]:
+                raise ValueError(f"stress world file {path.name} does not match its manifest sha256")
+            panel = world_panel(load_market(path))
+            if not (np.array_equal(panel.dates, train.dates) and panel.tickers == train.tickers):
+                raise ValueError(f"stress world {name} does not cover the train panel's "
+                                 "dates and tickers")
+            out.append(StressWorld(name, w["channel"], float(w["alpha"]), panel))
     if not out:
         raise ValueError(f"stress worlds {spec!r}: every world was dropped by its gates")
     return out

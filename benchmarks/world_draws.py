@@ -31,7 +31,6 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -71,17 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         return portable.run_portable([__file__, *argv]).returncode
     portable.enter()
     warnings.simplefilter("ignore")
-    from gymkit.jepa.checkpoint import load_checkpoint
-    from gymkit.jepa.decoder import ResidualPool, bootstrap_days
-    from gymkit.jepa.generate import (
-        draw_seed,
-        make_world,
-        regime_shifts,
-        selective_shifts,
-        tile_latents,
-    )
-    from gymkit.jepa.training import prepare
-    from gymkit.jepa.worlds import read_manifest, world_panel
+    from gymkit.jepa.generate import draw_seed
+    from gymkit.jepa.recheck import ManifestModel
+    from gymkit.jepa.worlds import SHIPPED_MANIFEST, world_panel
     from gymkit.stress_ranking import Labelled, RankingSet, gate_figures
     from gymkit.verifiers.costs import TrainCosts
     from gymkit.verifiers.cpcv import CPCV
@@ -91,25 +82,16 @@ def main(argv: list[str] | None = None) -> int:
         from gymkit.data import DEFAULT_SPLIT, default_market
 
         train, split = DEFAULT_SPLIT.train(default_market()), DEFAULT_SPLIT
-        man, folder = read_manifest("default")
+        path = SHIPPED_MANIFEST
     else:
         from gymkit.cli.options import parse_split, read_market
         from gymkit.jepa.train import _user_train
         from gymkit.worlds_cache import MANIFEST_NAME, worlds_dir
 
         train, split = _user_train(read_market(args), parse_split(args.split))
-        man, folder = read_manifest(worlds_dir(train, split) / MANIFEST_NAME)
-    if man["train_fingerprint"] != train.fingerprint:
-        raise SystemExit("the manifest was built on another train panel")
-    ck = load_checkpoint(Path(folder) / man["checkpoint"]["file"])
-    data = prepare(train, ck.model.config)
-    pool = ResidualPool.build(data.arrays, ck.model.config.window)
-    lat = tile_latents(ck.model, data)
-    dirs = ck.shifts
-    if "shift_directions" in man:  # a --shifts selective manifest: its directions, refitted
-        dirs = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool, lat,
-                                man["shift_directions"]["calibration_seed"])[0]
-    dirs = regime_shifts(ck.model, data, dirs)
+        path = worlds_dir(train, split) / MANIFEST_NAME
+    model = ManifestModel.load(path, train)  # the manifest's directions, selective ones refitted
+    man = model.man
     rs = RankingSet([Labelled(**x) for x in man["labelled"]], split, TrainCosts(), CPCV(), BURN_IN)
     entries = {w["name"]: w for w in man["worlds"]}
     seed = man["seed"]
@@ -121,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in range(args.draws):
             t = time.perf_counter()
             draw = draw_seed(seed, i, k) if args.first_seed is None else args.first_seed + k
-            src = bootstrap_days(pool.n_days, np.random.default_rng(draw))
-            wp = world_panel(make_world(ck.model, ck.decoder, dirs, data, pool, lat, spec.channel,
-                                        spec.alpha, src))
+            wp = world_panel(model.world(spec, draw))
             d = rs.drops(wp)
             g = gate_figures(rs.labelled, [d.tolist()])[0][0]
             if k == 0 and args.first_seed is None and "ranking_gate" in entries[spec.name]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["compare", "global_gate_figures", "recompute", "regime_record"]
+__all__ = ["ManifestModel", "compare", "global_gate_figures", "recompute", "regime_record"]
 
 
 def global_gate_figures(ck, data, pool, latents: np.ndarray, seed: int, panel) -> dict:
@@ -52,44 +53,73 @@ def regime_record(dirs) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class ManifestModel:
+    """What a manifest's worlds are decoded from: the manifest and its folder, the checkpoint,
+    its training data, residual pool and tile latents on the train ``panel``, and the shift
+    directions the manifest used (``dirs``, regimes included; ``directions``: the selective fit's
+    record, None for the stored directions)."""
+
+    man: dict
+    folder: Path
+    ck: object
+    data: object
+    pool: object
+    latents: np.ndarray
+    dirs: object
+    directions: dict | None
+
+    @classmethod
+    def load(cls, manifest_path: str | Path, panel) -> ManifestModel:
+        """Read ``manifest_path`` and rebuild its model on ``panel`` (``ValueError`` when the
+        manifest was built on another train panel)."""
+        from .checkpoint import load_checkpoint
+        from .decoder import ResidualPool
+        from .generate import regime_shifts, selective_shifts, tile_latents
+        from .training import prepare
+
+        manifest_path = Path(manifest_path)
+        man = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if man["train_fingerprint"] != panel.fingerprint:
+            raise ValueError(f"{manifest_path.name} was built on another train panel")
+        ck = load_checkpoint(manifest_path.parent / man["checkpoint"]["file"])
+        data = prepare(panel, ck.model.config)
+        pool = ResidualPool.build(data.arrays, ck.model.config.window)
+        latents = tile_latents(ck.model, data)
+        dirs, directions = ck.shifts, None
+        if "shift_directions" in man:  # selective directions: fitted again on their calibration draw
+            dirs, directions = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool,
+                                                latents, man["shift_directions"]["calibration_seed"])
+        return cls(man, manifest_path.parent, ck, data, pool, latents,
+                   regime_shifts(ck.model, data, dirs), directions)
+
+    def world(self, spec, bootstrap_seed: int):
+        """The exact-cent arrays of world ``spec`` (a :class:`~.generate.WorldSpec`) on one draw."""
+        from .decoder import bootstrap_days
+        from .generate import make_world
+
+        src = bootstrap_days(self.pool.n_days, np.random.default_rng(bootstrap_seed))
+        return make_world(self.ck.model, self.ck.decoder, self.dirs, self.data, self.pool,
+                          self.latents, spec.channel, spec.alpha, src)
+
+
 def recompute(manifest_path: str | Path, panel=None) -> dict:
     """The figures of ``manifest_path`` recomputed from its checkpoint and train ``panel``
     (default: the embedded market's train window)."""
     from gymkit.data import DEFAULT_SPLIT, default_market
     from gymkit.data.default import save_market
 
-    from .checkpoint import load_checkpoint
-    from .decoder import ResidualPool, bootstrap_days
-    from .generate import (
-        ALL_WORLDS,
-        make_world,
-        regime_shifts,
-        selective_shifts,
-        shift_response,
-        tile_latents,
-    )
-    from .training import prepare
+    from .generate import ALL_WORLDS, shift_response
     from .worlds import file_sha256, world_draws
 
-    manifest_path = Path(manifest_path)
-    man = json.loads(manifest_path.read_text(encoding="utf-8"))
     panel = DEFAULT_SPLIT.train(default_market()) if panel is None else panel
-    if man["train_fingerprint"] != panel.fingerprint:
-        raise ValueError(f"{manifest_path.name} was built on another train panel")
-    ck = load_checkpoint(manifest_path.parent / man["checkpoint"]["file"])
-    data = prepare(panel, ck.model.config)
-    pool = ResidualPool.build(data.arrays, ck.model.config.window)
-    latents = tile_latents(ck.model, data)
-    dirs, directions = ck.shifts, None
-    if "shift_directions" in man:  # selective directions: fitted again on their calibration draw
-        dirs, directions = selective_shifts(ck.model, ck.decoder, ck.shifts, data, pool, latents,
-                                            man["shift_directions"]["calibration_seed"])
-    dirs = regime_shifts(ck.model, data, dirs)
+    m = ManifestModel.load(manifest_path, panel)
+    man, ck = m.man, m.ck
     names = {w["name"] for w in man["worlds"]}
-    out = {**global_gate_figures(ck, data, pool, latents, man["seed"], panel), "worlds": {},
-           "shift_directions": directions, "regimes": regime_record(dirs),
-           "shift_response": {s.name: shift_response(ck.model, ck.decoder, dirs, data, pool,
-                                                     latents, s.channel, man["seed"] + 100)
+    out = {**global_gate_figures(ck, m.data, m.pool, m.latents, man["seed"], panel), "worlds": {},
+           "shift_directions": m.directions, "regimes": regime_record(m.dirs),
+           "shift_response": {s.name: shift_response(ck.model, ck.decoder, m.dirs, m.data, m.pool,
+                                                     m.latents, s.channel, man["seed"] + 100)
                               for s in ALL_WORLDS if s.name in names}}
     with tempfile.TemporaryDirectory() as tmp:
         for w in man["worlds"]:
@@ -97,11 +127,8 @@ def recompute(manifest_path: str | Path, panel=None) -> dict:
                 continue
             spec = next(s for s in ALL_WORLDS if s.name == w["name"])
             for name, d in world_draws(w):  # every saved draw (one unless --draws K)
-                src = bootstrap_days(pool.n_days, np.random.default_rng(d["bootstrap_seed"]))
-                arrays = make_world(ck.model, ck.decoder, dirs, data, pool, latents,
-                                    spec.channel, spec.alpha, src)
                 path = Path(tmp) / d["file"]
-                save_market(arrays, path, seed=d["bootstrap_seed"])
+                save_market(m.world(spec, d["bootstrap_seed"]), path, seed=d["bootstrap_seed"])
                 out["worlds"][name] = file_sha256(path)
     return out
 

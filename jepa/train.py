@@ -210,8 +210,7 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
                               for s, _, p, _ in drawn[1:]]
         if labelled:
             per_draw = [d for *_, d in drawn]
-            entry["drops"] = (per_draw[0] if len(per_draw) == 1
-                              else np.mean(per_draw, axis=0)).tolist()
+            entry["drops"] = np.mean(per_draw, axis=0).tolist()  # one draw: its drops, exactly
             if len(per_draw) > 1:
                 entry["ranking_gate_per_draw"] = [gate_figures(labelled, [d.tolist()])[0][0]
                                                   for d in per_draw]

@@ -41,31 +41,20 @@ from gymkit.jepa import portable
 portable.enter()
 warnings.simplefilter("ignore")
 from gymkit.data import DEFAULT_SPLIT, default_market
-from gymkit.jepa.checkpoint import load_checkpoint
-from gymkit.jepa.decoder import ResidualPool, bootstrap_days
-from gymkit.jepa.generate import ALL_WORLDS, make_world, regime_shifts, tile_latents
-from gymkit.jepa.training import prepare
-from gymkit.jepa.worlds import read_manifest, world_panel
+from gymkit.jepa.generate import ALL_WORLDS, draw_seed
+from gymkit.jepa.recheck import ManifestModel
+from gymkit.jepa.worlds import SHIPPED_MANIFEST, world_panel
 from gymkit.stress_ranking import Labelled, RankingSet
 from gymkit.verifiers.costs import TrainCosts
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.windows import BURN_IN
-man, folder = read_manifest("default")
-train = DEFAULT_SPLIT.train(default_market())
-ck = load_checkpoint(folder / man["checkpoint"]["file"])
-data = prepare(train, ck.model.config)
-pool = ResidualPool.build(data.arrays, ck.model.config.window)
-lat = tile_latents(ck.model, data)
-dirs = regime_shifts(ck.model, data, ck.shifts)
-rs = RankingSet([Labelled(**x) for x in man["labelled"]], DEFAULT_SPLIT, TrainCosts(), CPCV(), BURN_IN)
-kept, draws, out = set(sys.argv[1].split(",")), int(sys.argv[2]), {}
-for i, spec in enumerate(ALL_WORLDS):
-    if spec.name in kept:
-        out[spec.name] = [rs.drops(world_panel(make_world(
-            ck.model, ck.decoder, dirs, data, pool, lat, spec.channel, spec.alpha,
-            bootstrap_days(pool.n_days, np.random.default_rng(man["seed"] + i + 10 * k))))).tolist()
-            for k in range(draws)]
-print(json.dumps(out))
+m = ManifestModel.load(SHIPPED_MANIFEST, DEFAULT_SPLIT.train(default_market()))
+rs = RankingSet([Labelled(**x) for x in m.man["labelled"]], DEFAULT_SPLIT, TrainCosts(), CPCV(),
+                BURN_IN)
+kept, draws = set(sys.argv[1].split(",")), int(sys.argv[2])
+print(json.dumps({spec.name: [rs.drops(world_panel(m.world(spec, draw_seed(m.man["seed"], i, k)))).tolist()
+                              for k in range(draws)]
+                  for i, spec in enumerate(ALL_WORLDS) if spec.name in kept}))
 """
 
 

@@ -137,7 +137,7 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
     """The torch scorer over chunks: seconds (evaluate, book), digests, bytes moved."""
     import torch
 
-    from gymkit.bulk import DevicePanel, book_many, libm, rowsum, scans
+    from gymkit.bulk import DevicePanel, book_many, libm, libm_triton, rowsum, scans
     from gymkit.bulk.evaluator import plan, run_plan
 
     dp = DevicePanel(p, device)
@@ -173,7 +173,7 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
             "share_of_bw": round(nbytes / total / H200_BW, 4),
             "libm_values": libm.stats["cells"], "libm_host_values": libm.stats["host"],
             "triton_rowsum": rowsum.status["triton"], "triton_group": rowsum.status.get("group"),
-            "triton_scans": scans.status["triton"]}
+            "triton_scans": scans.status["triton"], "triton_libm": libm_triton.status["triton"]}
 
 
 def gate(fs: list[str], ref: list, got: list) -> dict:
@@ -253,7 +253,7 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from gymkit.bulk import evaluator as ev
-    from gymkit.bulk import libm, rowsum, scans
+    from gymkit.bulk import libm, libm_triton, rowsum, scans
 
     is_cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if is_cuda else (lambda: None)
@@ -300,10 +300,14 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
         return wrapper
 
     patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu"),
-               (rowsum, "_triton_group")]
+               (rowsum, "_triton_group"), (libm_triton, "log_codes"), (libm_triton, "pow_codes")]
     saved = {(m, n): getattr(m, n) for m, n in patches}
     saved_api = {(m, n): getattr(m, n) for m, n in ((scans, "window_sums"), (scans, "ema"), (rowsum, "neumaier_sum"),
-                                                  (rowsum, "seq_sum"), (rowsum, "group_sums"))}
+                                                  (rowsum, "seq_sum"), (rowsum, "group_sums"), (libm_triton, "use"))}
+
+    def codes(chain_out):  # the libm kernels' (value, code) from the torch chain's three
+        v, hard, ok = chain_out
+        return v, torch.where(hard, 2, torch.where(ok, 1, 0)).to(torch.int8)
 
     def run(mode: str) -> float:
         def call(op, node, args, dpanel):
@@ -356,6 +360,10 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
             rowsum.group_sums = counted(rowsum.group_sums, lambda xv, valid, codes, codes_l, g:
                                         rowsum._chain_group(xv, valid, codes_l, g))
             libm.force_device_path = True  # log/pow as on the device: double-double + host fallback
+            libm_triton.use = lambda dev: True  # ... in one (counted) kernel each
+            libm_triton.log_codes = counted(None, lambda a: codes(libm._log_chain(a)))
+            libm_triton.pow_codes = counted(None, lambda a, b, signed: codes(libm._pow_chain(
+                *torch.broadcast_tensors(a, b), signed)))
         else:
             for m, n in patches:
                 setattr(m, n, counted(getattr(m, n)))
@@ -486,6 +494,17 @@ def run_device(args: argparse.Namespace) -> None:
         row = {"n": n, "t": p.T, "chunk": chunk, "torch_warm_s": warm_s,
                **{k: v for k, v in cpu.items() if k != "digests"},
                **{k: v for k, v in gpu.items() if k != "digests"}, "gate": gate(fs, cpu["digests"], gpu["digests"])}
+        if args.ab_libm:  # the same run with log/pow as the torch chain (before their kernels)
+            from gymkit.bulk import libm_triton
+
+            kept = libm_triton.status["triton"]
+            libm_triton.status["triton"] = "off for the A/B (--ab-libm)"
+            try:
+                chain = torch_scorer(fs, p, args.device, chunk)
+            finally:
+                libm_triton.status["triton"] = kept
+            row["libm_chain"] = {"eval_s": chain["eval_s"], "answers_per_s": chain["answers_per_s"],
+                                 "gate": gate(fs, cpu["digests"], chain["digests"])}
         results.append(row)
         print(json.dumps(row), flush=True)
         (out_dir / "bench_device.json").write_text(json.dumps(results, indent=1))
@@ -515,6 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunk", type=lambda s: {int(k): int(v) for k, v in (kv.split(":") for kv in s.split(","))},
                     default={}, help="N:K formulas per chunk (default: all at N <= 100, 256 at N <= 1000, else 64)")
     ap.add_argument("--profile", action="store_true", help="device mode: also the per-operator profile")
+    ap.add_argument("--ab-libm", action="store_true", help="device mode: also time log/pow as the torch chain")
     ap.add_argument("--as-cuda", action="store_true", help="profile mode on a CPU: count Triton paths as one launch")
     ap.add_argument("--cards", type=int, default=0, help="random answers for the card comparison (0: none)")
     args = ap.parse_args(argv)

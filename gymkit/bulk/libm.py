@@ -190,7 +190,8 @@ def _chunked(fn, *args: Tensor) -> Tensor:
     return torch.cat(parts).view(shape)
 
 
-def _log_dd(a: Tensor) -> Tensor:
+def _log_chain(a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The device ``log`` in torch operations: (values, for the host, defined)."""
     ok = (a > 0.0) & torch.isfinite(a)
     x = torch.where(ok, a, 1.0)
     hi, lo = dd_log(x)
@@ -200,7 +201,16 @@ def _log_dd(a: Tensor) -> Tensor:
     hard = ok & ((x < 2.2250738585072014e-308) | (0.5 - frac < LOG_MARGIN)
                  | ((torch.abs(mant) == 0.5) & (lo != 0.0)))
     hard = hard & (hi != 0.0)  # log 1 = 0 exactly
-    out = torch.where(ok, hi, math.nan)
+    return torch.where(ok, hi, math.nan), hard, ok
+
+
+def _log_dd(a: Tensor) -> Tensor:
+    from gymkit.bulk import libm_triton
+
+    if libm_triton.use(a.device):
+        out, code = libm_triton.log_codes(a)
+        return _fill_from_host(out, code == 2, "log", a, cells=(code > 0).sum())
+    out, hard, ok = _log_chain(a)
     return _fill_from_host(out, hard, "log", a, cells=ok.sum())
 
 
@@ -216,7 +226,19 @@ def pow_exact(a: Tensor, b: Tensor, signed: bool = False) -> Tensor:
 
 
 def _pow_dd(a: Tensor, b: Tensor, name: str) -> Tensor:
+    from gymkit.bulk import libm_triton
+
     signed = name == "signed_power"
+    if libm_triton.use(a.device):
+        out, code = libm_triton.pow_codes(a, b, signed)
+        return _fill_from_host(out, code == 2, name, a, b, cells=(code > 0).sum())
+    out, hard, ok = _pow_chain(a, b, signed)
+    return _fill_from_host(out, hard, name, a, b, cells=ok.sum())
+
+
+def _pow_chain(a: Tensor, b: Tensor, signed: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """The device ``power`` / ``signed_power`` in torch operations: (values, for the host,
+    defined)."""
     fin = torch.isfinite(a) & torch.isfinite(b)
     x = torch.abs(a)
     integral = b == torch.floor(b)
@@ -261,5 +283,4 @@ def _pow_dd(a: Tensor, b: Tensor, name: str) -> Tensor:
     else:  # pow(-x, odd) = -pow(x, odd); a zero base keeps pow's own signed zero
         out = torch.where((a < 0.0) & odd, -mag, mag)
         out = torch.where(x == 0.0, torch.pow(a, ys), out)
-    out = torch.where(bad, math.nan, out)
-    return _fill_from_host(out, hard, name, a, b, cells=(~bad).sum())
+    return torch.where(bad, math.nan, out), hard, ~bad

@@ -22,22 +22,30 @@ def test_profile_table_as_cuda(tmp_path: Path) -> None:
         import bench_bulk
     finally:
         sys.path.remove(str(BENCH.parent))
-    from gymkit.bulk import libm, rowsum, scans
+    from gymkit.bulk import libm, libm_triton, rowsum, scans
     from gymkit.bulk.panels import synthetic
 
-    before = (scans.window_sums, scans.ema, rowsum.neumaier_sum, rowsum.group_sums, libm.force_device_path)
+    before = (scans.window_sums, scans.ema, rowsum.neumaier_sum, rowsum.group_sums, libm.force_device_path,
+              libm_triton.use, libm_triton.log_codes, libm_triton.pow_codes)
     p = synthetic(12, 90)
     fs = ["ts_corr(close, volume, 10)", "ts_ema(close, 5) + ts_ema(open, 9)",
-          "group_neutralize(returns, sector)", "scale(close)", "log(volume)", "rank(close) * 2"]
+          "group_neutralize(returns, sector)", "scale(close)", "log(volume)", "rank(close) * 2",
+          "signed_power(returns, 0.3)"]
     pr = bench_bulk.profile_chunk(fs, p, "cpu", as_cuda=True)
     rows = {r["op"]: r for r in pr["table"]}
     assert rows["ts_corr"]["triton"] == 5  # Σx, Σy, Σxy, Σx², Σy²: one kernel each
     assert rows["ts_ema"]["groups"] == 1 and rows["ts_ema"]["triton"] == 1  # both windows, one recurrence
     assert rows["group_neutralize"]["triton"] == 1  # every sector's chain in one kernel
-    assert rows["scale"]["triton"] == 1 and rows["log"]["launches"] > 50  # the device path of log
+    assert rows["scale"]["triton"] == 1
+    # log and signed_power: one kernel each (the double-double chain was > 50 launches), the
+    # host fallback's one wait, and the device pow beside the signed_power kernel
+    assert rows["log"]["triton"] == 1 and rows["log"]["launches"] < 12, rows["log"]
+    assert rows["signed_power"]["triton"] == 1 and rows["signed_power"]["launches"] < 15, rows["signed_power"]
+    assert rows["log"]["waits"] == 2 and rows["log"]["host_values"] > 0  # nonzero, then the count read
     assert rows["group_neutralize"]["waits"] == 0  # one_hot checked its range on the host: 2 a call
     assert pr["launches"] == sum(r["launches"] for r in pr["table"]) > 0
-    assert (scans.window_sums, scans.ema, rowsum.neumaier_sum, rowsum.group_sums, libm.force_device_path) == before
+    assert (scans.window_sums, scans.ema, rowsum.neumaier_sum, rowsum.group_sums, libm.force_device_path,
+            libm_triton.use, libm_triton.log_codes, libm_triton.pow_codes) == before
 
 
 def test_profile_mode_as_typed(tmp_path: Path) -> None:

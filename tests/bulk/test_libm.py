@@ -140,3 +140,63 @@ def test_overflow_and_underflow_settled_on_the_device() -> None:
     got = libm._pow_dd(X[near], Y[near], "power")
     assert _bits_equal(KERNELS["power"](x[near], y[near]), got.numpy()).all()
     assert libm.stats["host"] == near.sum() > 0
+
+
+# ------------------------------------------------ the fused Triton kernels (the CUDA path)
+@pytest.fixture
+def interpreted_libm(monkeypatch: pytest.MonkeyPatch):
+    """libm's Triton kernels in Triton's interpreter on CPU tensors, with a fresh self-check."""
+    pytest.importorskip("triton")
+    from gymkit.bulk import libm_triton
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(libm_triton, "interpret", True)
+    monkeypatch.setattr(libm_triton, "status", {"triton": None})
+    monkeypatch.setattr(libm, "force_device_path", True)
+    yield libm_triton
+    libm_triton._KERNELS.clear()  # built for the interpreter: never reused on a device
+
+
+def test_libm_kernels_pass_their_self_check_and_give_numbas_bits(interpreted_libm) -> None:
+    """One kernel per operator: the self-check holds (same host flags, defined mask and
+    settled bits as the torch chain), and every value, host fallback included, is Numba's."""
+    lt = interpreted_libm
+    assert lt.use(torch.device("cpu")), lt.status
+    x, y = lt.hostile(30_000, 7)
+    X, Y = torch.tensor(x).view(300, 100), torch.tensor(y).view(300, 100)
+    assert _bits_equal(KERNELS["log"](x), libm.log_exact(X).numpy().ravel()).all()
+    for name in ("power", "signed_power"):
+        got = libm.pow_exact(X, Y, signed=name == "signed_power")
+        assert got.shape == (300, 100)
+        ok = _bits_equal(KERNELS[name](x, y), got.numpy().ravel())
+        i = np.flatnonzero(~ok)[:3]
+        assert ok.all(), f"{name}: {(~ok).sum()} differ, e.g. x={x[i]}, y={y[i]}"
+    # a broadcast exponent row (the shape ops hands over for a scalar or a row)
+    got = libm.pow_exact(X, Y[:1], signed=True)
+    assert _bits_equal(KERNELS["signed_power"](x.reshape(300, 100), y.reshape(300, 100)[:1]), got.numpy()).all()
+    # the kernels' host flags are the chain's: the same values travel
+    _, code = lt.pow_codes(X, Y, False)
+    _, hard, ok = libm._pow_chain(X, Y, False)
+    assert torch.equal(code == 2, hard) and torch.equal(code > 0, ok) and 0 < int(hard.sum()) < hard.numel() // 5
+
+
+@pytest.mark.parametrize("fault", ["one_ulp", "one_flag"])
+def test_a_libm_kernel_that_differs_is_refused(interpreted_libm, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    """A kernel one ULP off on one settled value, or one that keeps one host value on the
+    device, fails the self-check: the torch chain is used instead."""
+    lt = interpreted_libm
+    lt._build()
+    real = lt.pow_codes
+
+    def broken(a, b, signed):
+        out, code = real(a, b, signed)
+        out, code = out.clone(), code.clone()
+        i = int(torch.nonzero(code == (1 if fault == "one_ulp" else 2))[0, 0])
+        if fault == "one_ulp":
+            out[i] = torch.nextafter(out[i], torch.tensor(math.inf, dtype=out.dtype))
+        else:
+            code[i] = 1
+        return out, code
+
+    monkeypatch.setattr(lt, "pow_codes", broken)
+    assert not lt._self_check(torch.device("cpu"))

@@ -7,6 +7,6 @@ set -euo pipefail
 out=${1:?OUT_DIR}; ns=${2:-46,500}; cards=${3:-200}
 source benchmarks/device_layout.sh
 mkdir -p "$out"
-cat gymkit/bulk/*.py benchmarks/bench_bulk.py | sha256sum | cut -c1-16 > "$out/code_digest.txt"
+LC_ALL=C; cat gymkit/bulk/*.py benchmarks/bench_bulk.py | sha256sum | cut -c1-16 > "$out/code_digest.txt"
 python3 benchmarks/bench_bulk.py device --n "$ns" --procs "$(nproc)" --out "$out" --cards "$cards" \
   "${@:4}"

@@ -50,7 +50,7 @@ from .scoring import (
     ScoringSetup,
     card_metrics,
     facts_of,
-    novelty_of,
+    novelties_of,
     risk_channels,
     scalar_reward,
     score_answers,
@@ -203,16 +203,11 @@ class Environment:
             states = score_answers(completions, setup)
         elif [st.completion for st in states] != list(completions):
             raise ValueError("score_group: states= must be the states of these completions, in order")
-        seen: dict[str, int] = {}
-        novelties = []
+        t0 = time.perf_counter()
+        novelties = novelties_of(states, self.archive)
+        t_novelty = (time.perf_counter() - t0) / max(1, len(states))  # one pass for the group
         for st in states:
-            t0 = time.perf_counter()
-            dup = 0
-            if st.valid and st.canonical is not None:
-                dup = seen.get(st.canonical, 0)
-                seen[st.canonical] = dup + 1
-            novelties.append(novelty_of(st, self.archive, dup))
-            st.timings["novelty"] = time.perf_counter() - t0
+            st.timings["novelty"] = t_novelty
         facts = [facts_of(st, nov) for st, nov in zip(states, novelties, strict=True)]
         brief_notes: list[str] = []
         if brief is not None:

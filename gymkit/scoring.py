@@ -54,7 +54,7 @@ from gymkit.dsl.cache import EvalCache
 from gymkit.dsl.evaluator import evaluate
 from gymkit.dsl.operators import FIELDS, LEVELS
 from gymkit.jepa.worlds import StressWorld
-from gymkit.verifiers.archive import NoveltyArchive
+from gymkit.verifiers.archive import Neighbour, NoveltyArchive
 from gymkit.verifiers.channels import (
     AnswerFacts,
     ChannelParams,
@@ -74,6 +74,7 @@ __all__ = [
     "facts_of",
     "gate_book",
     "gate_text",
+    "novelties_of",
     "novelty_of",
     "risk_channels",
     "run_oracle",
@@ -413,11 +414,18 @@ class Novelty:
     group_duplicates: int = 0
 
 
-def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int) -> Novelty:
-    """Read-only archive look-up of a valid answer's net P&L and canonical form."""
-    if not st.valid or st.bt is None or st.canonical is None:
+def _looks_up(st: AnswerState) -> bool:
+    return st.valid and st.bt is not None and st.canonical is not None
+
+
+def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int,
+               hit: Neighbour | str | None = "look up") -> Novelty:
+    """Read-only archive look-up of a valid answer's net P&L and canonical form; ``hit``: its
+    nearest entry when the caller looked it up already (:func:`novelties_of`)."""
+    if not _looks_up(st):
         return Novelty()
-    hit = archive.nearest(st.bt.net) if len(archive) else None
+    if isinstance(hit, str):
+        hit = archive.nearest(st.bt.net) if len(archive) else None
     # A flat P&L is uncorrelated with everything, which would pay it full novelty: inaction
     # is not a new idea, so it counts as a perfect duplicate (the gate rejects empty books
     # first; this closes the same hack if an environment switches that gate off).
@@ -429,6 +437,24 @@ def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int) 
         in_archive=archive.contains(st.canonical),
         group_duplicates=group_duplicates,
     )
+
+
+def novelties_of(states: Sequence[AnswerState], archive: NoveltyArchive) -> list[Novelty]:
+    """:func:`novelty_of` of each answer of a group, in-group duplicates counted in order (the
+    k-th copy of a canonical form has k - 1 before it); one archive pass for all the look-ups
+    (:meth:`NoveltyArchive.nearest_many`: the same entries and bits as one at a time)."""
+    seen: dict[str, int] = {}
+    dups = []
+    for st in states:
+        dup = 0
+        if st.valid and st.canonical is not None:
+            dup = seen.get(st.canonical, 0)
+            seen[st.canonical] = dup + 1
+        dups.append(dup)
+    looked = [i for i, st in enumerate(states) if _looks_up(st)]
+    hits = archive.nearest_many([states[i].bt.net for i in looked]) if len(archive) else [None] * len(looked)
+    hit_of = dict(zip(looked, hits, strict=True))
+    return [novelty_of(st, archive, dup, hit=hit_of.get(i)) for i, (st, dup) in enumerate(zip(states, dups, strict=True))]
 
 
 def facts_of(st: AnswerState, nov: Novelty) -> AnswerFacts:

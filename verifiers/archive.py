@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 _FORMAT = "gymkit-archive-v1"
 _MAGIC = b"GKARCHIVE1\n"
@@ -46,6 +48,28 @@ def _standardise(pnl: np.ndarray) -> np.ndarray:
     return np.where(sd > 0, (x - mu) / np.where(sd > 0, sd, 1.0) / np.sqrt(d), 0.0)
 
 
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _abs_dots_f32(rows: np.ndarray, queries: np.ndarray, out: np.ndarray) -> None:
+    """out[q, i] = |rows[i] . queries[q]| in float32 (any summation order: the caller bounds
+    the error), each row read once for all the queries."""
+    n, d = rows.shape
+    for i in range(n):
+        for q in range(queries.shape[0]):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += rows[i, j] * queries[q, j]
+            out[q, i] = abs(acc)
+
+
+def _f32_dot_bound(n_days: int, z_norm: float) -> float:
+    """A bound on |float32 dot - exact dot| of a standardised row (norm <= 1) with ``z``
+    (norm ``z_norm``), for any summation order: rounding both to float32 (relative 2^-24
+    each) and the sum of n_days products (gamma_{n+1}, Higham 3.1), times Cauchy-Schwarz."""
+    u = 2.0**-24
+    g = (n_days + 1) * u / (1.0 - (n_days + 1) * u)
+    return (g * (1.0 + u) ** 2 + 2.0 * u + u * u) * z_norm * 1.001
+
+
 class NoveltyArchive:
     """Canonical forms and daily P&L of accepted formulas; see the module docstring."""
 
@@ -63,6 +87,7 @@ class NoveltyArchive:
         # reuses the victim's row).  The used rows are always rows 0..len-1 of the buffers.
         self._pnl_rows = np.zeros((0, self.n_days))
         self._z_rows = np.zeros((0, self.n_days))
+        self._z32_rows = np.zeros((0, self.n_days), dtype=np.float32)  # nearest()'s first pass
         self._slots: list[int] = []
         self._index: dict[str, int] = {}
         self.version = 0
@@ -112,13 +137,44 @@ class NoveltyArchive:
         """Return the entry with the largest |corr| of daily P&L with ``pnl`` (None if empty).
 
         ``pnl`` must cover the archive's ``n_days`` judged days; non-finite days count as 0.
-        Ties go to the earliest entry, so the answer never depends on timing.
+        Ties go to the earliest entry, so the answer never depends on timing.  Exactly the
+        argmax of |:meth:`correlations`| (same entry, same bits); see :meth:`nearest_many`.
+        """
+        return self.nearest_many([pnl])[0]
+
+    def nearest_many(self, pnls: Sequence[np.ndarray]) -> list[Neighbour | None]:
+        """:meth:`nearest` of each P&L, with one pass over the archive for all of them.
+
+        The float64 pass over every entry is memory-bound (8 bytes a day an entry).  A float32
+        pass does all the queries at once (:func:`_abs_dots_f32`; half the bytes, read once)
+        and keeps, for each query, every entry whose |corr| can lie within the pass's rigorous
+        error bound (:func:`_f32_dot_bound`) of the largest; only those are computed in float64,
+        by the same loop as :meth:`correlations`.  So the result is the definition's, bit for bit.
         """
         if not self._forms:
-            return None
-        corr = self.correlations(pnl)
-        i = int(np.argmax(np.abs(corr)))
-        return Neighbour(i, self._forms[i], float(corr[i]))
+            return [None for _ in pnls]
+        if not len(pnls):
+            return []
+        zs = _standardise(np.stack([self._check_pnl(p) for p in pnls]))
+        n = len(self._slots)
+        approx = np.empty((len(zs), n))
+        _abs_dots_f32(self._z32_rows[:n], zs.astype(np.float32), approx)
+        where = np.empty(n, dtype=np.intp)
+        where[np.asarray(self._slots, dtype=np.intp)] = np.arange(n)  # buffer row -> archive index
+        return [self._nearest_of(z, a, where) for z, a in zip(zs, approx, strict=True)]
+
+    def _nearest_of(self, z: np.ndarray, approx: np.ndarray, where: np.ndarray) -> Neighbour:
+        top = approx.max()
+        if not np.isfinite(top):  # not reached by a finite P&L; keep the plain definition
+            corr = np.einsum("ij,j->i", self._z_rows[:len(where)], z)[np.asarray(self._slots, dtype=np.intp)]
+            i = int(np.argmax(np.abs(corr)))
+            return Neighbour(i, self._forms[i], float(corr[i]))
+        rows = np.flatnonzero(approx >= top - 2.0 * _f32_dot_bound(self.n_days, float(np.sqrt(z @ z))))
+        exact = np.einsum("ij,j->i", self._z_rows[rows], z)  # each row's sum as in correlations()
+        idx = where[rows]
+        mag = np.abs(exact)
+        k = int(np.argmin(np.where(mag == mag.max(), idx, len(where))))  # earliest of the largest
+        return Neighbour(int(idx[k]), self._forms[idx[k]], float(exact[k]))
 
     def correlations(self, pnl: np.ndarray) -> np.ndarray:
         """Return the Pearson correlation of ``pnl`` with every entry, in archive order."""
@@ -158,6 +214,7 @@ class NoveltyArchive:
                 self._grow()
         self._pnl_rows[row] = x
         self._z_rows[row] = _standardise(x[None, :])[0]
+        self._z32_rows[row] = self._z_rows[row]
         self._slots.append(row)
         self._forms.append(form)
         self._pinned.append(pinned)
@@ -170,8 +227,8 @@ class NoveltyArchive:
         """Double the row buffers (at most to ``capacity`` rows), keeping the used rows."""
         n = len(self._pnl_rows)
         size = min(self.capacity, max(16, 2 * n))
-        for name in ("_pnl_rows", "_z_rows"):
-            buf = np.zeros((size, self.n_days))
+        for name in ("_pnl_rows", "_z_rows", "_z32_rows"):
+            buf = np.zeros((size, self.n_days), dtype=getattr(self, name).dtype)
             buf[:n] = getattr(self, name)
             setattr(self, name, buf)
 
@@ -224,6 +281,7 @@ class NoveltyArchive:
                              f"{arc.capacity}")
         arc._pnl_rows = pnl
         arc._z_rows = _standardise(pnl) if len(pnl) else np.zeros((0, arc.n_days))
+        arc._z32_rows = arc._z_rows.astype(np.float32)
         arc._slots = list(range(len(forms)))
         arc._index = {f: i for i, f in enumerate(arc._forms)}
         arc.version = int(meta["version"])

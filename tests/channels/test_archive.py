@@ -143,8 +143,85 @@ def test_a_full_archive_commits_in_place() -> None:
     arc = NoveltyArchive(50, capacity=8)
     for i in range(8):
         arc.add(f"s{i}", _pnl(i, 50), pinned=i < 3)
-    buffers = arc._pnl_rows, arc._z_rows
+    buffers = arc._pnl_rows, arc._z_rows, arc._z32_rows
     for i in range(40):
         arc.add(f"c{i}", _pnl(100 + i, 50))
-    assert arc._pnl_rows is buffers[0] and arc._z_rows is buffers[1]
+    assert arc._pnl_rows is buffers[0] and arc._z_rows is buffers[1] and arc._z32_rows is buffers[2]
     assert arc.forms[:3] == ("s0", "s1", "s2") and arc.forms[3:] == tuple(f"c{i}" for i in range(35, 40))
+
+
+def _nearest_by_definition(arc: NoveltyArchive, q: np.ndarray) -> tuple[int, float]:
+    corr = arc.correlations(q)
+    i = int(np.argmax(np.abs(corr)))
+    return i, float(corr[i])
+
+
+def _rows(kind: str, rng: np.random.Generator, n: int, days: int, base: np.ndarray) -> np.ndarray:
+    if kind == "random":
+        return rng.normal(size=(n, days))
+    if kind == "near_ties":  # corr gaps from 1e-18 to 1e-9, far below float32's resolution
+        return base + rng.normal(size=(n, days)) * rng.choice([0.0, 1e-12, 1e-9, 1e-6, 1e-4], (n, 1))
+    if kind == "copies":  # scaled and negated copies: exact ties of |corr|, earliest must win
+        return base * rng.choice([-3.0, -1.0, 0.5, 1.0, 2.0, 1e6], (n, 1)) + rng.choice([0.0, 7.0], (n, 1))
+    rows = rng.normal(size=(n, days))  # "flat": constant rows (zero z) among random ones
+    rows[rng.random(n) < 0.5] = 3.0
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 70), st.integers(2, 500),
+       st.sampled_from(["random", "near_ties", "copies", "flat"]), st.integers(1, 80),
+       st.sampled_from(["base", "noisy", "flat", "holes"]))
+def test_nearest_is_exactly_the_definition(seed: int, n: int, days: int, kind: str, capacity: int,
+                                           query: str) -> None:
+    """nearest()'s float32 first pass never changes the answer: the same entry and the same
+    corr bits as the argmax of |correlations()| (earliest on ties), whatever the archive
+    holds (near-ties below float32's resolution, exact ties, flat rows) and wherever
+    evictions put its rows in the buffer."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=days)
+    arc = NoveltyArchive(days, capacity=capacity)
+    for i, row in enumerate(_rows(kind, rng, n, days, base)):
+        arc.add(f"f{i}", row, pinned=bool(rng.random() < 0.2) and i < capacity - 1)
+    q = {"base": base, "noisy": base + rng.normal(size=days) * 0.3, "flat": np.full(days, 2.0),
+         "holes": np.where(rng.random(days) < 0.2, np.nan, base)}[query]
+    hit = arc.nearest(q)
+    i, c = _nearest_by_definition(arc, q)
+    assert hit is not None and (hit.index, hit.form) == (i, arc.forms[i])
+    assert np.float64(hit.corr).tobytes() == np.float64(c).tobytes()
+
+
+def test_nearest_resolves_gaps_float32_cannot_see() -> None:
+    """Entries whose correlations with the query differ by ~1e-10 look equal in float32: the
+    float64 pass picks the truly nearest, not the first of the look-alikes."""
+    rng = np.random.default_rng(3)
+    days = 400
+    q = rng.normal(size=days)
+    noise = rng.normal(size=days)
+    arc = NoveltyArchive(days)
+    for i, eps in enumerate([3e-5, 2e-5, 1e-5 + 1e-10, 1e-5, 4e-5]):  # the entry at 1e-5 is nearest
+        arc.add(f"f{i}", q + eps * noise)
+    approx = np.abs(arc._z32_rows[:5] @ arc._z32_rows[3])
+    assert len(set(approx[1:4].tolist())) < 3  # float32 cannot order them
+    hit = arc.nearest(q)
+    assert hit is not None and hit.index == 3 == _nearest_by_definition(arc, q)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(2, 300), st.integers(0, 14),
+       st.sampled_from(["random", "near_ties", "copies", "flat"]))
+def test_nearest_many_is_nearest_of_each(seed: int, n: int, days: int, k: int, kind: str) -> None:
+    """One pass for a group of queries gives each query's own nearest, bit for bit (and none
+    for an empty archive)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=days)
+    arc = NoveltyArchive(days, capacity=64)
+    queries = [base + rng.normal(size=days) * rng.choice([0.0, 1e-9, 0.3]) for _ in range(k)]
+    assert NoveltyArchive(days).nearest_many(queries) == [None] * k
+    for i, row in enumerate(_rows(kind, rng, n, days, base)):
+        arc.add(f"f{i}", row)
+    many = arc.nearest_many(queries)
+    assert len(many) == k
+    for q, hit in zip(queries, many, strict=True):
+        i, c = _nearest_by_definition(arc, q)
+        assert hit is not None and hit.index == i and np.float64(hit.corr).tobytes() == np.float64(c).tobytes()

@@ -43,7 +43,6 @@ def test_without_the_empty_book_gate_inaction_pays(monkeypatch, cheap_target) ->
     as a perfect duplicate.  Broken variant: also treat a flat P&L as uncorrelated with the
     archive (the old rule), and R8/R9 pay a two-motif ``x - x`` (which the motif guard does
     not cap) a positive reward, which the non-triviality check must catch."""
-    import gymkit.env as env_module
     import gymkit.scoring as scoring_module
     from gymkit.audit.target import AuditTarget
     from gymkit.scoring import Novelty
@@ -56,8 +55,8 @@ def test_without_the_empty_book_gate_inaction_pays(monkeypatch, cheap_target) ->
     card = no_gate.env.score(answer)
     assert card.valid and card.reward <= 0.0
 
-    monkeypatch.setattr(env_module, "novelty_of",
-                        lambda st, archive, dup: Novelty(group_duplicates=dup))
+    monkeypatch.setattr(scoring_module, "novelty_of",  # what env's novelties_of calls per answer
+                        lambda st, archive, dup, hit=None: Novelty(group_duplicates=dup))
     broken = AuditTarget(no_gate.config, cheap_target.market, cheap_target.spec)
     card = broken.env.score(answer)
     assert card.valid and card.reward > 0

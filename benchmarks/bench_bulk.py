@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import multiprocessing
 import os
@@ -137,7 +138,7 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
     """The torch scorer over chunks: seconds (evaluate, book), digests, bytes moved."""
     import torch
 
-    from gymkit.bulk import DevicePanel, book_many, libm, libm_triton, rowsum, scans
+    from gymkit.bulk import DevicePanel, book_many, libm, libm_triton, moments_triton, rowsum, scans
     from gymkit.bulk.evaluator import plan, run_plan
 
     dp = DevicePanel(p, device)
@@ -173,7 +174,8 @@ def torch_scorer(fs: list[str], p, device: str, chunk: int) -> dict:
             "share_of_bw": round(nbytes / total / H200_BW, 4),
             "libm_values": libm.stats["cells"], "libm_host_values": libm.stats["host"],
             "triton_rowsum": rowsum.status["triton"], "triton_group": rowsum.status.get("group"),
-            "triton_scans": scans.status["triton"], "triton_libm": libm_triton.status["triton"]}
+            "triton_scans": scans.status["triton"], "triton_libm": libm_triton.status["triton"],
+            "triton_moments": moments_triton.status["triton"]}
 
 
 def gate(fs: list[str], ref: list, got: list) -> dict:
@@ -253,7 +255,7 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from gymkit.bulk import evaluator as ev
-    from gymkit.bulk import libm, libm_triton, rowsum, scans
+    from gymkit.bulk import libm, libm_triton, moments_triton, ops, rowsum, scans
 
     is_cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if is_cuda else (lambda: None)
@@ -300,10 +302,12 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
         return wrapper
 
     patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu"),
-               (rowsum, "_triton_group"), (libm_triton, "log_codes"), (libm_triton, "pow_codes")]
+               (rowsum, "_triton_group"), (libm_triton, "log_codes"), (libm_triton, "pow_codes"),
+               (moments_triton, "moments"), (moments_triton, "comoments")]
     saved = {(m, n): getattr(m, n) for m, n in patches}
     saved_api = {(m, n): getattr(m, n) for m, n in ((scans, "window_sums"), (scans, "ema"), (rowsum, "neumaier_sum"),
-                                                  (rowsum, "seq_sum"), (rowsum, "group_sums"), (libm_triton, "use"))}
+                                                  (rowsum, "seq_sum"), (rowsum, "group_sums"), (libm_triton, "use"),
+                                                  (moments_triton, "use"))}
 
     def codes(chain_out):  # the libm kernels' (value, code) from the torch chain's three
         v, hard, ok = chain_out
@@ -364,6 +368,9 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
             libm_triton.log_codes = counted(None, lambda a: codes(libm._log_chain(a)))
             libm_triton.pow_codes = counted(None, lambda a, b, signed: codes(libm._pow_chain(
                 *torch.broadcast_tensors(a, b), signed)))
+            moments_triton.use = lambda dev: True  # the block moments: one kernel a call
+            moments_triton.moments = counted(None, ops._moments_chain)
+            moments_triton.comoments = counted(None, ops._comoments_chain)
         else:
             for m, n in patches:
                 setattr(m, n, counted(getattr(m, n)))
@@ -494,17 +501,16 @@ def run_device(args: argparse.Namespace) -> None:
         row = {"n": n, "t": p.T, "chunk": chunk, "torch_warm_s": warm_s,
                **{k: v for k, v in cpu.items() if k != "digests"},
                **{k: v for k, v in gpu.items() if k != "digests"}, "gate": gate(fs, cpu["digests"], gpu["digests"])}
-        if args.ab_libm:  # the same run with log/pow as the torch chain (before their kernels)
-            from gymkit.bulk import libm_triton
-
-            kept = libm_triton.status["triton"]
-            libm_triton.status["triton"] = "off for the A/B (--ab-libm)"
+        for fam in args.ab_off:  # the same run with one kernel family off (its torch chain)
+            mod = importlib.import_module(f"gymkit.bulk.{fam}_triton")
+            kept = mod.status["triton"]
+            mod.status["triton"] = f"off for the A/B (--ab-off {fam})"
             try:
                 chain = torch_scorer(fs, p, args.device, chunk)
             finally:
-                libm_triton.status["triton"] = kept
-            row["libm_chain"] = {"eval_s": chain["eval_s"], "answers_per_s": chain["answers_per_s"],
-                                 "gate": gate(fs, cpu["digests"], chain["digests"])}
+                mod.status["triton"] = kept
+            row[f"{fam}_chain"] = {"eval_s": chain["eval_s"], "answers_per_s": chain["answers_per_s"],
+                                   "gate": gate(fs, cpu["digests"], chain["digests"])}
         results.append(row)
         print(json.dumps(row), flush=True)
         (out_dir / "bench_device.json").write_text(json.dumps(results, indent=1))
@@ -534,7 +540,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chunk", type=lambda s: {int(k): int(v) for k, v in (kv.split(":") for kv in s.split(","))},
                     default={}, help="N:K formulas per chunk (default: all at N <= 100, 256 at N <= 1000, else 64)")
     ap.add_argument("--profile", action="store_true", help="device mode: also the per-operator profile")
-    ap.add_argument("--ab-libm", action="store_true", help="device mode: also time log/pow as the torch chain")
+    ap.add_argument("--ab-off", type=lambda v: [f for f in v.split(",") if f], default=[],
+                    help="device mode: also time the scorer with these kernel families off, one at a "
+                         "time (libm, moments)")
     ap.add_argument("--as-cuda", action="store_true", help="profile mode on a CPU: count Triton paths as one launch")
     ap.add_argument("--cards", type=int, default=0, help="random answers for the card comparison (0: none)")
     args = ap.parse_args(argv)

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from gymkit.bulk import libm, rowsum, scans
+from gymkit.bulk import libm, moments_triton, rowsum, scans
 
 Tensor = torch.Tensor
 _NAN = math.nan
@@ -353,6 +353,13 @@ def ts_mean(x: Tensor, d: int) -> Tensor:
 
 
 def _moments(x: Tensor, d: int, stat: str) -> Tensor:
+    if d >= {"std": 2, "skew": 3, "kurt": 4}[stat] and moments_triton.use(x.device):
+        return moments_triton.moments(x, d, stat)
+    return _moments_chain(x, d, stat)
+
+
+def _moments_chain(x: Tensor, d: int, stat: str) -> Tensor:
+    """ts_std / ts_skew / ts_kurt in torch operations (the reference of the moments kernel)."""
     bl = _Blocks(x, d)
     nf = float(d)
     inv_n = 1.0 / nf
@@ -411,6 +418,13 @@ def ts_kurt(x: Tensor, d: int) -> Tensor:
 
 
 def _comoments(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
+    if d >= 2 and moments_triton.use(x.device):
+        return moments_triton.comoments(x, y, d, corr)
+    return _comoments_chain(x, y, d, corr)
+
+
+def _comoments_chain(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
+    """ts_cov / ts_corr in torch operations (the reference of the comoments kernel)."""
     if d < 2:
         return _nan_like(x)
     bx, by = _Blocks(x, d), _Blocks(y, d)

@@ -33,7 +33,7 @@ def test_profile_table_as_cuda(tmp_path: Path) -> None:
           "signed_power(returns, 0.3)"]
     pr = bench_bulk.profile_chunk(fs, p, "cpu", as_cuda=True)
     rows = {r["op"]: r for r in pr["table"]}
-    assert rows["ts_corr"]["triton"] == 5  # Σx, Σy, Σxy, Σx², Σy²: one kernel each
+    assert rows["ts_corr"]["triton"] == 1 and rows["ts_corr"]["launches"] < 10  # the whole operator: one kernel
     assert rows["ts_ema"]["groups"] == 1 and rows["ts_ema"]["triton"] == 1  # both windows, one recurrence
     assert rows["group_neutralize"]["triton"] == 1  # every sector's chain in one kernel
     assert rows["scale"]["triton"] == 1

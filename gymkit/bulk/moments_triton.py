@@ -1,0 +1,126 @@
+"""One Triton kernel per call for the block-moment operators of :mod:`gymkit.bulk.ops` (CUDA).
+
+``ts_std``, ``ts_skew``, ``ts_kurt`` (:func:`gymkit.bulk.ops._moments_chain`) and ``ts_cov``,
+``ts_corr`` (``_comoments_chain``) replay the Numba block engines in torch: shifted terms, two
+to five block window sums (:mod:`gymkit.bulk.scans`), the finite-window and constant-run masks
+(cumulative counts) and the statistic — about 30 to 85 launches a call and as many full
+temporaries, the leading rows of the batch scorer's profile on the H200.  Here one kernel
+does the whole operator, a thread per (formula, block, stock): the previous block right to
+left (suffix sums seeded by +0.0, suffix counts of non-finite values and of equal
+neighbours, kept in scratch), then the current block left to right (prefix sums, each
+window's sum as suffix + prefix, the masks from exact integer counts, the statistic), with
+the same IEEE operations in the same order as the chain and fusion off (float64 division and
+square root are correctly rounded on CUDA, as torch's are).  The first use checks every operator
+against the chain on hostile data, bit for bit; on a difference the chain is used for good
+(``status`` says why).  ``interpret = True`` runs the kernels in Triton's interpreter on
+CPU tensors (tests).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+
+import torch
+
+Tensor = torch.Tensor
+
+__all__ = ["comoments", "interpret", "moments", "status", "use"]
+
+status: dict[str, object] = {"triton": None}
+"""``triton``: None (not tried yet), True (in use), or why it is not used."""
+
+interpret = False
+"""Run the kernels in Triton's interpreter on CPU tensors (tests)."""
+
+_BLOCK = 64
+_KERNELS: dict[str, object] = {}
+_CONSTS: dict[tuple[torch.device, int], Tensor] = {}
+_STAT = {"std": 0, "skew": 1, "kurt": 2}
+
+
+def _build() -> None:
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated
+    from gymkit.bulk import moments_jit
+
+    moments_jit = importlib.reload(moments_jit)  # decorated afresh (interpreted or not)
+    _KERNELS.update(moments=moments_jit.moments_kernel, comoments=moments_jit.comoments_kernel)
+
+
+def _consts(d: int, device: torch.device) -> Tensor:
+    """The chain's Python-float constants for window d, as float64 on the device."""
+    key = (device, d)
+    if key not in _CONSTS:
+        nf = float(d)
+        vals = [1.0 / nf, 1.0 / (nf - 1.0) if d > 1 else 0.0, math.sqrt(nf * (nf - 1.0)), nf - 2.0,
+                nf * nf - 1.0, 3.0 * (nf - 1.0) * (nf - 1.0), (nf - 2.0) * (nf - 3.0), math.nan, -0.0]
+        _CONSTS[key] = torch.tensor(vals, dtype=torch.float64, device=device)
+    return _CONSTS[key]
+
+
+def _opts() -> dict:
+    return {} if interpret else {"enable_fp_fusion": False}
+
+
+def moments(x: Tensor, d: int, stat: str) -> Tensor:
+    """``ts_std`` / ``ts_skew`` / ``ts_kurt`` of x (B, T, N) over d (d >= 2 / 3 / 4)."""
+    b, t, n = x.shape
+    nb = -(-t // d)
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    sf = torch.empty((2 + _STAT[stat], b * nb * d, n), dtype=x.dtype, device=x.device)
+    si = torch.empty((2, b * nb * d, n), dtype=torch.int32, device=x.device)
+    grid = (b * nb, -(-n // _BLOCK))
+    _KERNELS["moments"][grid](x, out, sf, si, t, n, d, nb, _consts(d, x.device), STAT=_STAT[stat],
+                              BLOCK=_BLOCK, **_opts())
+    return out
+
+
+def comoments(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
+    """``ts_corr`` (``corr``) or ``ts_cov`` of x, y (B, T, N) over d >= 2."""
+    b, t, n = x.shape
+    nb = -(-t // d)
+    x, y = x.contiguous(), y.contiguous()
+    out = torch.empty_like(x)
+    sf = torch.empty((5 if corr else 3, b * nb * d, n), dtype=x.dtype, device=x.device)
+    si = torch.empty((3, b * nb * d, n), dtype=torch.int32, device=x.device)
+    grid = (b * nb, -(-n // _BLOCK))
+    _KERNELS["comoments"][grid](x, y, out, sf, si, t, n, d, nb, _consts(d, x.device), CORR=corr,
+                                BLOCK=_BLOCK, **_opts())
+    return out
+
+
+def _self_check(device: torch.device) -> bool:
+    """Every operator equals its torch chain bit for bit on hostile data (NaN, ±inf, -0.0,
+    ties, constant runs, 1e6 + tiny steps), for windows that do and do not divide T."""
+    from gymkit.bulk import ops
+    from gymkit.bulk.scans import _hostile, _same
+
+    g = torch.Generator(device="cpu").manual_seed(27)
+    for d in (2, 3, 4, 7, 16):
+        x, y = _hostile(g, (2, 45, 60), device), _hostile(g, (2, 45, 60), device)
+        x[:, 12:33, :6] = 3.0  # constant runs longer than every window, across block edges
+        y[:, 8:30, 4:9] = -0.0
+        x[1, 36:45, 10:12] = math.inf
+        for stat in ("std", "skew", "kurt"):
+            if d >= 2 + _STAT[stat] and not _same(moments(x, d, stat), ops._moments_chain(x, d, stat)):
+                return False
+        for corr in (False, True):
+            if not _same(comoments(x, y, d, corr), ops._comoments_chain(x, y, d, corr)):
+                return False
+    return True
+
+
+def use(device: torch.device) -> bool:
+    """Whether the kernels run on ``device`` (CUDA with Triton, self-checked at first use)."""
+    if device.type != ("cpu" if interpret else "cuda"):
+        return False
+    if status["triton"] is None:
+        try:
+            _build()
+            status["triton"] = True if _self_check(device) else "self-check: a moments kernel differs from the torch chain"
+        except Exception as exc:  # no Triton, or it cannot compile here
+            status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
+    return status["triton"] is True

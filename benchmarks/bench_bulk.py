@@ -495,7 +495,7 @@ def run_device(args: argparse.Namespace) -> None:
         single = min(len(fs), args.single.get(n, len(fs)))
         cpu = cpu_scorer(fs, p, args.procs, single)
         t0 = time.perf_counter()
-        torch_scorer(fs[::10], p, args.device, chunk)  # warm-up: context, allocator, Triton compiles
+        torch_scorer(fs, p, args.device, chunk)  # warm-up: context, allocator, every Triton specialisation
         warm_s = round(time.perf_counter() - t0, 1)
         gpu = torch_scorer(fs, p, args.device, chunk)
         row = {"n": n, "t": p.T, "chunk": chunk, "torch_warm_s": warm_s,

@@ -17,7 +17,9 @@ __all__ = ["comoments_kernel", "moments_kernel"]
 @triton.jit
 def moments_kernel(x_ptr, out_ptr, sf_ptr, si_ptr, t_len, n, d, nb, c_ptr,
                    STAT: tl.constexpr, BLOCK: tl.constexpr):
-    """STAT 0: std (sums of u, u²), 1: skew (+ u³), 2: kurt (+ u⁴); u = x - x[block start]."""
+    """STAT 0: std (sums of u, u²), 1: skew (+ u³), 2: kurt (+ u⁴), 3: slope and 4: decay_linear
+    (sums of u and of o·u, o the row's offset: i in the current block, r - d in the previous);
+    u = x - x[block start]."""
     pid = tl.program_id(0).to(tl.int64)
     b = pid // nb
     bi = pid % nb
@@ -44,19 +46,22 @@ def moments_kernel(x_ptr, out_ptr, sf_ptr, si_ptr, t_len, n, d, nb, c_ptr,
         r = d - 1 - kk
         pv = tl.where(has_prev, tl.load(xb + (row0 - d + r) * n, mask=m & has_prev, other=0.0), nan)
         u = pv - k
-        u2 = u * u
         s1 = u + s1
-        s2 = u2 + s2
-        if STAT >= 1:
-            s3 = u2 * u + s3
-        if STAT >= 2:
-            s4 = u2 * u2 + s4
+        if STAT >= 3:
+            s2 = (r - d).to(tl.float64) * u + s2
+        else:
+            u2 = u * u
+            s2 = u2 + s2
+            if STAT >= 1:
+                s3 = u2 * u + s3
+            if STAT == 2:
+                s4 = u2 * u2 + s4
         nfin = nfin + ((tl.abs(pv) < float("inf")) == 0).to(tl.int32)
         tl.store(sf_ptr + slab + r * n, s1, mask=m)
         tl.store(sf_ptr + plane + slab + r * n, s2, mask=m)
-        if STAT >= 1:
+        if STAT == 1 or STAT == 2:
             tl.store(sf_ptr + 2 * plane + slab + r * n, s3, mask=m)
-        if STAT >= 2:
+        if STAT == 2:
             tl.store(sf_ptr + 3 * plane + slab + r * n, s4, mask=m)
         tl.store(si_ptr + slab + r * n, nfin, mask=m)
         if kk > 0:  # e at row r + 1 (prev[r+1] == prev[r]) closes the suffix count from r + 1
@@ -80,13 +85,16 @@ def moments_kernel(x_ptr, out_ptr, sf_ptr, si_ptr, t_len, n, d, nb, c_ptr,
         cv = tl.load(xb + row * n, mask=live, other=0.0)
         cv = tl.where(live, cv, nan)
         u = cv - k
-        u2 = u * u
         p1 = p1 + u
-        p2 = p2 + u2
-        if STAT >= 1:
-            p3 = p3 + u2 * u
-        if STAT >= 2:
-            p4 = p4 + u2 * u2
+        if STAT >= 3:
+            p2 = p2 + (z64 + i).to(tl.float64) * u
+        else:
+            u2 = u * u
+            p2 = p2 + u2
+            if STAT >= 1:
+                p3 = p3 + u2 * u
+            if STAT == 2:
+                p4 = p4 + u2 * u2
         nfc = nfc + ((tl.abs(cv) < float("inf")) == 0).to(tl.int32)
         e = (cv == before).to(tl.int32)
         if i == 0:
@@ -103,7 +111,16 @@ def moments_kernel(x_ptr, out_ptr, sf_ptr, si_ptr, t_len, n, d, nb, c_ptr,
         n_eq = e_prev + tl.where((z64 + i) == d - 1, ecc - ec0, ecc)
         ok = bad_n == 0
         const = n_eq == d - 1
-        if STAT == 0:
+        if STAT == 3:  # slope: (Σ o·u - (i - (d-1)/2)·Σ u) / (d(d²-1)/12)
+            cxy = w2 - ((z64 + i).to(tl.float64) - tl.load(c_ptr + 10)) * w1
+            v = tl.where(const, 0.0, cxy / tl.load(c_ptr + 9))
+            v = tl.where(ok, tl.where(tl.abs(v) < float("inf"), v, nan), nan)
+        elif STAT == 4:  # decay_linear: k + (Σ o·u + (d - i)·Σ u) / (d(d+1)/2); no window mask
+            w = w2 + ((z64 + d).to(tl.float64) - (z64 + i).to(tl.float64)) * w1
+            v = k + w / tl.load(c_ptr + 11)
+            v = tl.where(tl.abs(v) < float("inf"), v, nan)
+            v = tl.where((z64 + row) < d - 1, nan, v)
+        elif STAT == 0:
             v = (w2 - w1 * w1 * inv_n) * inv_n1
             v = tl.where(0.0 > v, 0.0, v)
             v = tl.sqrt(v)

@@ -1,7 +1,8 @@
 """One Triton kernel per call for the block-moment operators of :mod:`gymkit.bulk.ops` (CUDA).
 
-``ts_std``, ``ts_skew``, ``ts_kurt`` (:func:`gymkit.bulk.ops._moments_chain`) and ``ts_cov``,
-``ts_corr`` (``_comoments_chain``) replay the Numba block engines in torch: shifted terms, two
+``ts_std``, ``ts_skew``, ``ts_kurt`` (:func:`gymkit.bulk.ops._moments_chain`), ``ts_slope``,
+``ts_decay_linear`` (``_slope_chain``, ``_decay_chain``) and ``ts_cov``, ``ts_corr``
+(``_comoments_chain``) replay the Numba block engines in torch: shifted terms, two
 to five block window sums (:mod:`gymkit.bulk.scans`), the finite-window and constant-run masks
 (cumulative counts) and the statistic — about 30 to 85 launches a call and as many full
 temporaries, the leading rows of the batch scorer's profile on the H200.  Here one kernel
@@ -37,7 +38,11 @@ interpret = False
 _BLOCK = 64
 _KERNELS: dict[str, object] = {}
 _CONSTS: dict[tuple[torch.device, int], Tensor] = {}
-_STAT = {"std": 0, "skew": 1, "kurt": 2}
+_STAT = {"std": 0, "skew": 1, "kurt": 2, "slope": 3, "decay": 4}
+_SUMS = {"std": 2, "skew": 3, "kurt": 4, "slope": 2, "decay": 2}
+MIN_D = {"std": 2, "skew": 3, "kurt": 4, "slope": 2, "decay": 1}
+"""The smallest window each statistic's kernel takes (below it the operator is all NaN, or
+for decay_linear d = 1 is the chain's)."""
 
 
 def _build() -> None:
@@ -55,7 +60,8 @@ def _consts(d: int, device: torch.device) -> Tensor:
     if key not in _CONSTS:
         nf = float(d)
         vals = [1.0 / nf, 1.0 / (nf - 1.0) if d > 1 else 0.0, math.sqrt(nf * (nf - 1.0)), nf - 2.0,
-                nf * nf - 1.0, 3.0 * (nf - 1.0) * (nf - 1.0), (nf - 2.0) * (nf - 3.0), math.nan, -0.0]
+                nf * nf - 1.0, 3.0 * (nf - 1.0) * (nf - 1.0), (nf - 2.0) * (nf - 3.0), math.nan, -0.0,
+                nf * (nf * nf - 1.0) / 12.0, (nf - 1.0) / 2.0, nf * (nf + 1.0) / 2.0]
         _CONSTS[key] = torch.tensor(vals, dtype=torch.float64, device=device)
     return _CONSTS[key]
 
@@ -65,12 +71,13 @@ def _opts() -> dict:
 
 
 def moments(x: Tensor, d: int, stat: str) -> Tensor:
-    """``ts_std`` / ``ts_skew`` / ``ts_kurt`` of x (B, T, N) over d (d >= 2 / 3 / 4)."""
+    """``ts_std`` / ``ts_skew`` / ``ts_kurt`` / ``ts_slope`` / ``ts_decay_linear`` (``stat``
+    std, skew, kurt, slope, decay) of x (B, T, N) over d >= ``MIN_D[stat]``."""
     b, t, n = x.shape
     nb = -(-t // d)
     x = x.contiguous()
     out = torch.empty_like(x)
-    sf = torch.empty((2 + _STAT[stat], b * nb * d, n), dtype=x.dtype, device=x.device)
+    sf = torch.empty((_SUMS[stat], b * nb * d, n), dtype=x.dtype, device=x.device)
     si = torch.empty((2, b * nb * d, n), dtype=torch.int32, device=x.device)
     grid = (b * nb, -(-n // _BLOCK))
     _KERNELS["moments"][grid](x, out, sf, si, t, n, d, nb, _consts(d, x.device), STAT=_STAT[stat],
@@ -92,6 +99,10 @@ def comoments(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
     return out
 
 
+def _chain(ops, x: Tensor, d: int, stat: str) -> Tensor:
+    return {"slope": ops._slope_chain, "decay": ops._decay_chain}.get(stat, lambda x, d: ops._moments_chain(x, d, stat))(x, d)
+
+
 def _self_check(device: torch.device) -> bool:
     """Every operator equals its torch chain bit for bit on hostile data (NaN, ±inf, -0.0,
     ties, constant runs, 1e6 + tiny steps), for windows that do and do not divide T."""
@@ -99,16 +110,16 @@ def _self_check(device: torch.device) -> bool:
     from gymkit.bulk.scans import _hostile, _same
 
     g = torch.Generator(device="cpu").manual_seed(27)
-    for d in (2, 3, 4, 7, 16):
+    for d in (1, 2, 3, 4, 7, 16):
         x, y = _hostile(g, (2, 45, 60), device), _hostile(g, (2, 45, 60), device)
         x[:, 12:33, :6] = 3.0  # constant runs longer than every window, across block edges
         y[:, 8:30, 4:9] = -0.0
         x[1, 36:45, 10:12] = math.inf
-        for stat in ("std", "skew", "kurt"):
-            if d >= 2 + _STAT[stat] and not _same(moments(x, d, stat), ops._moments_chain(x, d, stat)):
+        for stat in ("std", "skew", "kurt", "slope", "decay"):
+            if d >= MIN_D[stat] and not _same(moments(x, d, stat), _chain(ops, x, d, stat)):
                 return False
         for corr in (False, True):
-            if not _same(comoments(x, y, d, corr), ops._comoments_chain(x, y, d, corr)):
+            if d >= 2 and not _same(comoments(x, y, d, corr), ops._comoments_chain(x, y, d, corr)):
                 return False
     return True
 

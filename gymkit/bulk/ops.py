@@ -353,7 +353,7 @@ def ts_mean(x: Tensor, d: int) -> Tensor:
 
 
 def _moments(x: Tensor, d: int, stat: str) -> Tensor:
-    if d >= {"std": 2, "skew": 3, "kurt": 4}[stat] and moments_triton.use(x.device):
+    if d >= moments_triton.MIN_D[stat] and moments_triton.use(x.device):
         return moments_triton.moments(x, d, stat)
     return _moments_chain(x, d, stat)
 
@@ -470,6 +470,12 @@ def _offsets(bl: _Blocks, x: Tensor) -> tuple[Tensor, Tensor]:
 
 def ts_slope(x: Tensor, d: int) -> Tensor:
     """OLS slope on 0..d-1 (d = 1 -> NaN; constant window -> 0.0)."""
+    if d >= 2 and moments_triton.use(x.device):
+        return moments_triton.moments(x, d, "slope")
+    return _slope_chain(x, d)
+
+
+def _slope_chain(x: Tensor, d: int) -> Tensor:
     if d < 2:
         return _nan_like(x)
     bl = _Blocks(x, d)
@@ -487,6 +493,12 @@ def ts_slope(x: Tensor, d: int) -> Tensor:
 
 def ts_decay_linear(x: Tensor, d: int) -> Tensor:
     """Weighted mean of the window, weights d..1 (today weighs d)."""
+    if moments_triton.use(x.device):
+        return moments_triton.moments(x, d, "decay")
+    return _decay_chain(x, d)
+
+
+def _decay_chain(x: Tensor, d: int) -> Tensor:
     bl = _Blocks(x, d)
     nf = float(d)
     wsum = nf * (nf + 1.0) / 2.0

@@ -14,7 +14,8 @@ What differs from the chain's torch form, and why it cannot change a bit:
   for the host on another, identically computed condition);
 * round-half-even is (v + 1.5·2^52) - 1.5·2^52 (exact for |v| < 2^51; beyond, the value is
   flagged by |k| > 3 either way);
-* negation is a product by -1.0 (Triton's unary minus is 0 - x, which loses -0.0);
+* negation is a product by -1.0, which keeps -0.0 however a Triton version lowers unary
+  minus (3.9 emits a float negation; earlier versions emitted 0 - x, which loses -0.0);
 * every constant that is not exact in float32 is read from a float64 tensor (Triton types a
   Python float literal as float32).
 

@@ -303,7 +303,7 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
 
     patches = [(scans, "_triton_window_sums"), (scans, "_triton_ema"), (rowsum, "_triton_seq"), (rowsum, "_triton_neu"),
                (rowsum, "_triton_group"), (libm_triton, "log_codes"), (libm_triton, "pow_codes"),
-               (moments_triton, "moments"), (moments_triton, "comoments")]
+               (moments_triton, "moments"), (moments_triton, "comoments"), (moments_triton, "extreme")]
     saved = {(m, n): getattr(m, n) for m, n in patches}
     saved_api = {(m, n): getattr(m, n) for m, n in ((scans, "window_sums"), (scans, "ema"), (rowsum, "neumaier_sum"),
                                                   (rowsum, "seq_sum"), (rowsum, "group_sums"), (libm_triton, "use"),
@@ -371,6 +371,8 @@ def profile_chunk(fs: list[str], p, device: str, as_cuda: bool = False) -> dict:
             moments_triton.use = lambda dev: True  # the block moments: one kernel a call
             moments_triton.moments = counted(None, ops._moments_chain)
             moments_triton.comoments = counted(None, ops._comoments_chain)
+            moments_triton.extreme = counted(None, lambda x, d, minimum, arg: ops._extreme_chain(
+                x, d, -1.0 if minimum else 1.0, arg))
         else:
             for m, n in patches:
                 setattr(m, n, counted(getattr(m, n)))

@@ -11,7 +11,7 @@ tensor (Triton types a Python float literal as float32); the literals used are e
 import triton
 import triton.language as tl
 
-__all__ = ["comoments_kernel", "moments_kernel"]
+__all__ = ["comoments_kernel", "extreme_kernel", "moments_kernel"]
 
 
 @triton.jit
@@ -269,3 +269,37 @@ def comoments_kernel(x_ptr, y_ptr, out_ptr, sf_ptr, si_ptr, t_len, n, d, nb, c_p
         if CORR:
             v = tl.where(v > 1.0, 1.0, tl.where(v < -1.0, -1.0, v))
         tl.store(out_ptr + off + row * n, v, mask=live)
+
+
+@triton.jit
+def extreme_kernel(x_ptr, out_ptr, t_len, n, d, c_ptr, MIN: tl.constexpr, ARG: tl.constexpr,
+                   BLOCK: tl.constexpr):
+    """ts_max / ts_min (MIN) or the sessions since it (ARG) of the window ending at row t: the
+    earliest element equal to the extreme (a scan from the oldest, replaced only by a strictly
+    larger y = ±x), NaN unless t >= d-1 and the window is finite."""
+    pid = tl.program_id(0).to(tl.int64)
+    b = pid // t_len
+    t = pid % t_len
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = cols < n
+    z64 = cols.to(tl.int64) * 0
+    full = m & ((z64 + t) >= d - 1)
+    base = x_ptr + b * t_len * n + cols
+    nan = tl.load(c_ptr + 7)
+    x0 = tl.load(base + (t - d + 1) * n, mask=full, other=0.0)
+    best = x0 * -1.0 if MIN else x0 * 1.0
+    at = z64 + (t - d + 1)
+    bad = ((tl.abs(x0) < float("inf")) == 0).to(tl.int32)
+    for j in range(1, d):
+        xv = tl.load(base + (t - d + 1 + j) * n, mask=full, other=0.0)
+        y = xv * -1.0 if MIN else xv * 1.0
+        take = y > best
+        best = tl.where(take, y, best)
+        at = tl.where(take, z64 + (t - d + 1 + j), at)
+        bad = bad + ((tl.abs(xv) < float("inf")) == 0).to(tl.int32)
+    if ARG:
+        v = (z64 + t).to(tl.float64) - at.to(tl.float64)
+    else:
+        v = best * -1.0 if MIN else best * 1.0
+    v = tl.where(full & (bad == 0), v, nan)
+    tl.store(out_ptr + b * t_len * n + t * n + cols, v, mask=m)

@@ -13,7 +13,10 @@ window's sum as suffix + prefix, the masks from exact integer counts, the statis
 the same IEEE operations in the same order as the chain and fusion off (float64 division and
 square root are correctly rounded on CUDA, as torch's are).  The first use checks every operator
 against the chain on hostile data, bit for bit; on a difference the chain is used for good
-(``status`` says why).  ``interpret = True`` runs the kernels in Triton's interpreter on
+(``status`` says why).  The window extremes (``ts_max``/``ts_min``/``ts_argmax``/``ts_argmin``,
+``_extreme_chain``: a doubling table of ⌈log₂ d⌉ full passes) take one kernel too, a thread per
+(formula, row, stock) scanning its window from the oldest value: the result is an element of
+the window, so any exact method gives its bits.  ``interpret = True`` runs the kernels in Triton's interpreter on
 CPU tensors (tests).
 """
 
@@ -27,7 +30,7 @@ import torch
 
 Tensor = torch.Tensor
 
-__all__ = ["comoments", "interpret", "moments", "status", "use"]
+__all__ = ["comoments", "extreme", "interpret", "moments", "status", "use"]
 
 status: dict[str, object] = {"triton": None}
 """``triton``: None (not tried yet), True (in use), or why it is not used."""
@@ -51,7 +54,8 @@ def _build() -> None:
     from gymkit.bulk import moments_jit
 
     moments_jit = importlib.reload(moments_jit)  # decorated afresh (interpreted or not)
-    _KERNELS.update(moments=moments_jit.moments_kernel, comoments=moments_jit.comoments_kernel)
+    _KERNELS.update(moments=moments_jit.moments_kernel, comoments=moments_jit.comoments_kernel,
+                    extreme=moments_jit.extreme_kernel)
 
 
 def _consts(d: int, device: torch.device) -> Tensor:
@@ -99,13 +103,26 @@ def comoments(x: Tensor, y: Tensor, d: int, corr: bool) -> Tensor:
     return out
 
 
+def extreme(x: Tensor, d: int, minimum: bool, arg: bool) -> Tensor:
+    """``ts_max`` / ``ts_min`` (``minimum``) of x (B, T, N) over d, or with ``arg`` the
+    sessions since it (``ts_argmax`` / ``ts_argmin``): a thread per (formula, row, stock)."""
+    b, t, n = x.shape
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    grid = (b * t, -(-n // _BLOCK))
+    _KERNELS["extreme"][grid](x, out, t, n, d, _consts(d, x.device), MIN=minimum, ARG=arg, BLOCK=_BLOCK,
+                              **_opts())
+    return out
+
+
 def _chain(ops, x: Tensor, d: int, stat: str) -> Tensor:
     return {"slope": ops._slope_chain, "decay": ops._decay_chain}.get(stat, lambda x, d: ops._moments_chain(x, d, stat))(x, d)
 
 
 def _self_check(device: torch.device) -> bool:
-    """Every operator equals its torch chain bit for bit on hostile data (NaN, ±inf, -0.0,
-    ties, constant runs, 1e6 + tiny steps), for windows that do and do not divide T."""
+    """Every operator (the moments, the extremes, the co-moments) equals its torch chain bit
+    for bit on hostile data (NaN, ±inf, -0.0, ties, constant runs, 1e6 + tiny steps), for
+    windows that do and do not divide T."""
     from gymkit.bulk import ops
     from gymkit.bulk.scans import _hostile, _same
 
@@ -118,6 +135,10 @@ def _self_check(device: torch.device) -> bool:
         for stat in ("std", "skew", "kurt", "slope", "decay"):
             if d >= MIN_D[stat] and not _same(moments(x, d, stat), _chain(ops, x, d, stat)):
                 return False
+        for minimum in (False, True):
+            for arg in (False, True):
+                if not _same(extreme(x, d, minimum, arg), ops._extreme_chain(x, d, -1.0 if minimum else 1.0, arg)):
+                    return False
         for corr in (False, True):
             if d >= 2 and not _same(comoments(x, y, d, corr), ops._comoments_chain(x, y, d, corr)):
                 return False

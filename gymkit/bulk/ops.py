@@ -520,6 +520,12 @@ def ts_product(x: Tensor, d: int) -> Tensor:
 
 
 def _extreme(x: Tensor, d: int, sgn: float, want_arg: bool) -> Tensor:
+    if moments_triton.use(x.device):
+        return moments_triton.extreme(x, d, sgn < 0.0, want_arg)
+    return _extreme_chain(x, d, sgn, want_arg)
+
+
+def _extreme_chain(x: Tensor, d: int, sgn: float, want_arg: bool) -> Tensor:
     """Window max (sgn 1) / min (sgn -1), or sessions since it; ties -> the earliest.
 
     The Numba kernel's answer is an element of the window (the earliest of those equal to

@@ -1,7 +1,8 @@
-"""The block-moment operators (ts_std/skew/kurt/slope/decay_linear, ts_cov/corr) in one Triton
-kernel a call (their CUDA path), run in Triton's interpreter on CPU tensors (CI has no GPU):
-the self-check passes, the kernels equal the CPU (Numba) kernels bit for bit through the bulk
-operators, and a kernel one ULP off is refused."""
+"""The block-moment operators (ts_std/skew/kurt/slope/decay_linear, ts_cov/corr) and the window
+extremes (ts_max/min/argmax/argmin) in one Triton kernel a call (their CUDA path), run in
+Triton's interpreter on CPU tensors (CI has no GPU): the self-check passes, the kernels equal
+the CPU (Numba) kernels bit for bit through the bulk operators, and a kernel one ULP off is
+refused."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_through_the_bulk_operators_bit_identical_to_numba(interpreted, d: int) 
     x, y = _hostile(rng, (113, 7)), _hostile(rng, (113, 7))
     xt, yt = torch.tensor(np.stack([x, y])), torch.tensor(np.stack([y, x]))
     assert interpreted.use(xt.device), interpreted.status
-    for name in ("ts_std", "ts_skew", "ts_kurt", "ts_slope", "ts_decay_linear"):
+    for name in ("ts_std", "ts_skew", "ts_kurt", "ts_slope", "ts_decay_linear", "ts_max", "ts_min", "ts_argmax",
+                 "ts_argmin"):
         got = ops.PANEL_OPS[name](xt, d)
         for i, a in enumerate((x, y)):
             r = compare_arrays(f"{name}(d={d})[{i}]", _kernel(name)(a, d), got[i].numpy(), exact=True)

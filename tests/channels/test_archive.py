@@ -225,3 +225,30 @@ def test_nearest_many_is_nearest_of_each(seed: int, n: int, days: int, k: int, k
     for q, hit in zip(queries, many, strict=True):
         i, c = _nearest_by_definition(arc, q)
         assert hit is not None and hit.index == i and np.float64(hit.corr).tobytes() == np.float64(c).tobytes()
+
+
+def test_the_float32_pass_settles_almost_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a full archive (1,024 entries x 3,050 days, the default market's shape) the float64
+    pass runs on a handful of entries per answer, not on the archive: the bound is tight
+    enough to be worth its pass (a bound too loose would stay exact, only slower)."""
+    rng = np.random.default_rng(11)
+    days = 3050
+    arc = NoveltyArchive(days)
+    for i in range(arc.capacity):
+        arc.add(f"f{i}", rng.normal(0.0, 0.01, days))
+    rows_seen: list[int] = []
+    real = np.einsum
+
+    def spy(spec, *ops, **kw):
+        if spec == "ij,j->i":
+            rows_seen.append(ops[0].shape[0])
+        return real(spec, *ops, **kw)
+
+    import gymkit.verifiers.archive as archive_module
+
+    monkeypatch.setattr(archive_module.np, "einsum", spy)
+    queries = [rng.normal(0.0, 0.01, days) + 0.3 * arc.pnl[i] for i in (5, 500, 1000)] + [rng.normal(size=days)]
+    hits = arc.nearest_many(queries)
+    monkeypatch.undo()
+    assert [h.index for h in hits[:3]] == [5, 500, 1000]
+    assert len(rows_seen) == 4 and max(rows_seen) <= 8, rows_seen

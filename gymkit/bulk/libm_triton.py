@@ -28,14 +28,13 @@ tensors (tests: CI has no GPU).
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
+import sys
 
 import numpy as np
 import torch
 
-from gymkit.bulk import libm
+from gymkit.bulk import libm, triton_gate
 
 Tensor = torch.Tensor
 
@@ -66,16 +65,12 @@ def _consts(dev: torch.device) -> Tensor:
 
 
 def _build() -> None:
-    if interpret:
-        os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated
-    from gymkit.bulk import libm_jit
-
-    libm_jit = importlib.reload(libm_jit)  # decorated afresh (interpreted or not)
-    _KERNELS.update(log=libm_jit.log_kernel, pow=libm_jit.pow_kernel)
+    jit = triton_gate.load_jit(sys.modules[__name__], "libm_jit")
+    _KERNELS.update(log=jit.log_kernel, pow=jit.pow_kernel)
 
 
 def _opts() -> dict:
-    return {} if interpret else {"enable_fp_fusion": False}
+    return triton_gate.launch_opts(sys.modules[__name__])
 
 
 def log_codes(a: Tensor) -> tuple[Tensor, Tensor]:
@@ -151,12 +146,4 @@ def _self_check(device: torch.device) -> bool:
 
 def use(device: torch.device) -> bool:
     """Whether the kernels run on ``device`` (CUDA with Triton, self-checked at first use)."""
-    if device.type != ("cpu" if interpret else "cuda"):
-        return False
-    if status["triton"] is None:
-        try:
-            _build()
-            status["triton"] = True if _self_check(device) else "self-check: a libm kernel differs from the torch chain"
-        except Exception as exc:  # no Triton, or it cannot compile here
-            status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
-    return status["triton"] is True
+    return triton_gate.first_use(sys.modules[__name__], device, "a libm kernel")

@@ -22,11 +22,12 @@ CPU tensors (tests).
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
+import sys
 
 import torch
+
+from gymkit.bulk import triton_gate
 
 Tensor = torch.Tensor
 
@@ -49,13 +50,8 @@ for decay_linear d = 1 is the chain's)."""
 
 
 def _build() -> None:
-    if interpret:
-        os.environ["TRITON_INTERPRET"] = "1"  # read when a kernel is decorated
-    from gymkit.bulk import moments_jit
-
-    moments_jit = importlib.reload(moments_jit)  # decorated afresh (interpreted or not)
-    _KERNELS.update(moments=moments_jit.moments_kernel, comoments=moments_jit.comoments_kernel,
-                    extreme=moments_jit.extreme_kernel)
+    jit = triton_gate.load_jit(sys.modules[__name__], "moments_jit")
+    _KERNELS.update(moments=jit.moments_kernel, comoments=jit.comoments_kernel, extreme=jit.extreme_kernel)
 
 
 def _consts(d: int, device: torch.device) -> Tensor:
@@ -71,7 +67,7 @@ def _consts(d: int, device: torch.device) -> Tensor:
 
 
 def _opts() -> dict:
-    return {} if interpret else {"enable_fp_fusion": False}
+    return triton_gate.launch_opts(sys.modules[__name__])
 
 
 def moments(x: Tensor, d: int, stat: str) -> Tensor:
@@ -147,12 +143,4 @@ def _self_check(device: torch.device) -> bool:
 
 def use(device: torch.device) -> bool:
     """Whether the kernels run on ``device`` (CUDA with Triton, self-checked at first use)."""
-    if device.type != ("cpu" if interpret else "cuda"):
-        return False
-    if status["triton"] is None:
-        try:
-            _build()
-            status["triton"] = True if _self_check(device) else "self-check: a moments kernel differs from the torch chain"
-        except Exception as exc:  # no Triton, or it cannot compile here
-            status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
-    return status["triton"] is True
+    return triton_gate.first_use(sys.modules[__name__], device, "a moments kernel")

@@ -12,8 +12,11 @@ random data and falls back to the chain for good if a bit differs (``status`` sa
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
+
+from gymkit.bulk import triton_gate
 
 Tensor = torch.Tensor
 
@@ -156,44 +159,38 @@ def _triton_group(xv: Tensor, valid: Tensor, codes: Tensor, n_groups: int) -> Te
     return out.view(*xv.shape[:-1], n_groups)
 
 
+def _self_check(device: torch.device) -> bool:
+    """The row-sum kernels equal their torch chains bit for bit (large values, 1e-9 steps)."""
+    g = torch.Generator(device="cpu").manual_seed(26)
+    x = (torch.randn(37, 5, 301, generator=g, dtype=torch.float64) * 1e3).to(device)
+    x[..., ::7] = x[..., ::7] * 1e-9
+    take = (torch.rand(37, 5, 301, generator=g) > 0.1).to(device)
+    return (torch.equal(_triton_seq(x).view(torch.int64), _chain_sum(x).view(torch.int64))
+            and torch.equal(_triton_neu(x.abs(), take).view(torch.int64),
+                            _chain_neumaier(x.abs(), take).view(torch.int64)))
+
+
+def _self_check_group(device: torch.device) -> bool:
+    """The group kernel equals its torch chain bit for bit (codes with holes, -1)."""
+    g = torch.Generator(device="cpu").manual_seed(27)
+    x = (torch.randn(37, 5, 301, generator=g, dtype=torch.float64) * 1e3).to(device)
+    x[..., ::7] = x[..., ::7] * 1e-9
+    take = (torch.rand(37, 5, 301, generator=g) > 0.1).to(device)
+    codes = torch.randint(-1, 7, (301,), generator=g)
+    codes_l = [int(c) for c in codes.tolist()]
+    return torch.equal(_triton_group(x, take, codes.to(device), 7).view(torch.int64),
+                       _chain_group(x, take, codes_l, 7).view(torch.int64))
+
+
 def _use_triton(device: torch.device) -> bool:
-    if device.type != ("cpu" if interpret else "cuda"):
-        return False
-    if status["triton"] is None:
-        try:
-            _build()
-            g = torch.Generator(device="cpu").manual_seed(26)
-            x = (torch.randn(37, 5, 301, generator=g, dtype=torch.float64) * 1e3).to(device)
-            x[..., ::7] = x[..., ::7] * 1e-9
-            take = (torch.rand(37, 5, 301, generator=g) > 0.1).to(device)
-            same = (torch.equal(_triton_seq(x).view(torch.int64), _chain_sum(x).view(torch.int64))
-                    and torch.equal(_triton_neu(x.abs(), take).view(torch.int64),
-                                    _chain_neumaier(x.abs(), take).view(torch.int64)))
-            status["triton"] = True if same else "self-check: Triton's sums differ from the torch chain"
-        except Exception as exc:  # no Triton, or it cannot compile here
-            status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
-    return status["triton"] is True
+    return triton_gate.first_use(sys.modules[__name__], device, "one of Triton's sums")
 
 
 def _use_group_kernel(device: torch.device) -> bool:
     """The group kernel has its own self-check (``status["group"]``): if it fails, the
     sums above keep their kernels."""
-    if not _use_triton(device):
-        return False
-    if status.get("group") is None:
-        try:
-            g = torch.Generator(device="cpu").manual_seed(27)
-            x = (torch.randn(37, 5, 301, generator=g, dtype=torch.float64) * 1e3).to(device)
-            x[..., ::7] = x[..., ::7] * 1e-9
-            take = (torch.rand(37, 5, 301, generator=g) > 0.1).to(device)
-            codes = torch.randint(-1, 7, (301,), generator=g)
-            codes_l = [int(c) for c in codes.tolist()]
-            same = torch.equal(_triton_group(x, take, codes.to(device), 7).view(torch.int64),
-                               _chain_group(x, take, codes_l, 7).view(torch.int64))
-            status["group"] = True if same else "self-check: the group kernel differs from the torch chain"
-        except Exception as exc:
-            status["group"] = f"{type(exc).__name__}: {exc}"[:200]
-    return status["group"] is True
+    return _use_triton(device) and triton_gate.first_use(
+        sys.modules[__name__], device, "the group kernel", key="group", build=lambda: None, check=_self_check_group)
 
 
 def group_sums(xv: Tensor, valid: Tensor, codes: Tensor, codes_l: list[int], n_groups: int) -> Tensor:

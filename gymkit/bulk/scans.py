@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import torch
+
+from gymkit.bulk import triton_gate
 
 Tensor = torch.Tensor
 
@@ -144,7 +147,7 @@ def _build() -> None:
 
 
 def _launch_opts() -> dict:
-    return {} if interpret else {"enable_fp_fusion": False}
+    return triton_gate.launch_opts(sys.modules[__name__])
 
 
 def _triton_window_sums(cur: Tensor, prev: Tensor, product: bool) -> Tensor:
@@ -203,15 +206,7 @@ def _self_check(device: torch.device) -> bool:
 
 
 def _use_triton(device: torch.device) -> bool:
-    if device.type != ("cpu" if interpret else "cuda"):
-        return False
-    if status["triton"] is None:
-        try:
-            _build()
-            status["triton"] = True if _self_check(device) else "self-check: a Triton scan differs from the torch chain"
-        except Exception as exc:  # no Triton, or it cannot compile here
-            status["triton"] = f"{type(exc).__name__}: {exc}"[:200]
-    return status["triton"] is True
+    return triton_gate.first_use(sys.modules[__name__], device, "a Triton scan")
 
 
 def window_sums(cur: Tensor, prev: Tensor, product: bool = False) -> Tensor:

@@ -15,6 +15,8 @@ from gymkit.bulk import moments_triton, ops  # noqa: E402
 from gymkit.bulk.parity import compare_arrays  # noqa: E402
 from gymkit.dsl.kernels import KERNELS, rolling  # noqa: E402
 
+from .hostile import walks  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def interpreted():
@@ -33,15 +35,9 @@ def _kernel(name: str):
 
 
 def _hostile(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    """Random walks with NaN, ±inf, constant runs (±0.0 among them), exact ties, near-1e6 steps."""
-    x = rng.normal(size=shape).cumsum(0) + 50.0
-    x[rng.random(shape) < 0.01] = np.nan
-    x[rng.random(shape) < 0.003] = np.inf
-    x[rng.random(shape) < 0.003] = -np.inf
-    x[30:90, 1] = 3.25
-    x[100:104, 2] = -0.0
+    """The shared hostile walks, plus a +0.0 run after the -0.0 one and a near-1e6 column."""
+    x = walks(rng, shape)
     x[104:111, 2] = 0.0
-    x[:, 3] = np.round(x[:, 3] / 4.0)
     x[:, 4] = 1e6 + x[:, 4] * 1e-9
     return x
 

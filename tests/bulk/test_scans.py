@@ -22,24 +22,14 @@ from gymkit.bulk import ops, rowsum, scans  # noqa: E402
 from gymkit.bulk.parity import compare_arrays  # noqa: E402
 from gymkit.dsl.kernels import KERNELS, rolling  # noqa: E402
 
+from .hostile import walks as _hostile  # noqa: E402
+
 WINDOWED = ("ts_max", "ts_min", "ts_argmax", "ts_argmin", "ts_rank", "ts_median", "ts_sum", "ts_mean",
             "ts_std", "ts_skew", "ts_kurt", "ts_product", "ts_decay_linear", "ts_slope", "ts_ema")
 
 
 def _kernel(name: str):
     return KERNELS.get(name) or getattr(rolling, name)
-
-
-def _hostile(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    """Random walks with NaN, ±inf, constant runs, -0.0 and exact ties."""
-    x = rng.normal(size=shape).cumsum(0) + 50.0
-    x[rng.random(shape) < 0.01] = np.nan
-    x[rng.random(shape) < 0.003] = np.inf
-    x[rng.random(shape) < 0.003] = -np.inf
-    x[30:90, 1] = 3.25
-    x[100:104, 2] = -0.0
-    x[:, 3] = np.round(x[:, 3] / 4.0)
-    return x
 
 
 def _check(name: str, x: np.ndarray, d: int, got: np.ndarray) -> None:

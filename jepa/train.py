@@ -237,13 +237,9 @@ def build_worlds(checkpoint: str | Path, panel: Panel, out_dir: str | Path, *, s
         e["kept"] = not reasons
         e["dropped_because"] = reasons
         e.pop("drops", None)
-        if e["kept"]:
-            path = out_dir / f"{prefix}_world_{e['name']}.npz"
-            save_market(all_arrays[0], path, seed=e["bootstrap_seed"])
-            e["file"] = path.name
-            e["sha256"] = file_sha256(path)
-            for k, (d, arrays) in enumerate(zip(e.get("draws", []), all_arrays[1:], strict=True), 1):
-                path = out_dir / f"{prefix}_world_{e['name']}_draw{k}.npz"
+        if e["kept"]:  # draw 0 is the entry itself, draw k >= 1 its draws[k - 1]
+            for k, (d, arrays) in enumerate(zip([e, *e.get("draws", [])], all_arrays, strict=True)):
+                path = out_dir / f"{prefix}_world_{e['name']}{f'_draw{k}' if k else ''}.npz"
                 save_market(arrays, path, seed=d["bootstrap_seed"])
                 d["file"] = path.name
                 d["sha256"] = file_sha256(path)

@@ -166,7 +166,7 @@ class NoveltyArchive:
     def _nearest_of(self, z: np.ndarray, approx: np.ndarray, where: np.ndarray) -> Neighbour:
         top = approx.max()
         if not np.isfinite(top):  # not reached by a finite P&L; keep the plain definition
-            corr = np.einsum("ij,j->i", self._z_rows[:len(where)], z)[np.asarray(self._slots, dtype=np.intp)]
+            corr = self._correlations_of(z)
             i = int(np.argmax(np.abs(corr)))
             return Neighbour(i, self._forms[i], float(corr[i]))
         rows = np.flatnonzero(approx >= top - 2.0 * _f32_dot_bound(self.n_days, float(np.sqrt(z @ z))))
@@ -178,7 +178,10 @@ class NoveltyArchive:
 
     def correlations(self, pnl: np.ndarray) -> np.ndarray:
         """Return the Pearson correlation of ``pnl`` with every entry, in archive order."""
-        z = _standardise(self._check_pnl(pnl)[None, :])[0]
+        return self._correlations_of(_standardise(self._check_pnl(pnl)[None, :])[0])
+
+    def _correlations_of(self, z: np.ndarray) -> np.ndarray:
+        """The correlations of a standardised P&L ``z`` with every entry, in archive order."""
         # einsum's own loop, not BLAS: a threaded BLAS may split the dot products differently
         # with the thread count, and novelty must be bit-identical on every worker.
         # Each entry's dot product is the same sum wherever its row sits in the buffer.

@@ -1,9 +1,10 @@
 """Read a panel file into a polars frame of text columns, or fail in one line naming the file.
 
 Every malformed file gives one ``ValueError`` line ``FILE: [line N: ]what`` (never a raw
-polars error, a panic or a multi-line message): an empty file, a ragged row (line and field
-counts), bytes that are not UTF-8 (line and offset), a corrupt gzip stream, an unreadable
-Parquet file.  Size is capped before parsing: a file (or a gzip stream, decompressed
+polars error, a panic or a multi-line message): an empty file, a ragged row with too many or
+too few fields (line and field counts; polars itself would pad a short row with nulls),
+bytes that are not UTF-8 (line and offset), a corrupt gzip stream, an unreadable Parquet
+file.  Size is capped before parsing: a file (or a gzip stream, decompressed
 incrementally) larger than ``max_bytes`` is refused, so a gzip bomb costs at most the cap.
 The cap is :data:`DEFAULT_MAX_BYTES` unless ``max_bytes`` or ``$GYMKIT_MAX_PANEL_BYTES`` says
 otherwise.  CSV cells are read as text (the validator casts and names bad numbers).
@@ -75,6 +76,26 @@ def _first_ragged(p: Path, text: str) -> ValueError | None:
     return None
 
 
+def _may_have_short_rows(frame: pl.DataFrame, data: bytes) -> bool:
+    """True when the parsed ``frame`` may hide a row with fewer fields than the header.
+
+    polars raises on a row with too many fields but pads a short one with nulls, so a short
+    row leaves the last column null: without a null there, no row is short (no scan at all).
+    Else every comma of ``data`` is either a field separator or inside a (quoted) header name
+    or cell, so a file whose every row has the header's field count has exactly ``(width - 1)
+    * (height + 1)`` separators; fewer means a short row (or a blank line).  Linear in the
+    file size; the slow exact scan (:func:`_first_ragged`) runs only on a mismatch.
+    """
+    if frame.width < 2 or frame.get_column(frame.columns[-1]).null_count() == 0:
+        return False
+    separators = data.count(b",")
+    if b'"' in data:  # commas inside quoted values are not separators: ask the parser's values
+        separators -= sum(c.count(",") for c in frame.columns)
+        cells = [pl.col(c).str.count_matches(",", literal=True).sum() for c in frame.columns]
+        separators -= int(frame.select(pl.sum_horizontal(cells)).item())
+    return separators != (frame.width - 1) * (frame.height + 1)
+
+
 def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
     """Read a ``.csv`` / ``.csv.gz`` file as a frame of String columns (module doc)."""
     cap = max_bytes_limit(max_bytes)
@@ -88,7 +109,7 @@ def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
         raise ValueError(f"{p}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
                          f"offset {exc.start}); save the file as UTF-8") from None
     try:
-        return pl.read_csv(io.BytesIO(data), infer_schema=False)
+        frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # polars errors and pyo3 panics (not Exception subclasses)
@@ -97,6 +118,11 @@ def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
             raise ragged from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{p}: not a readable CSV file ({clip(first, 160)})") from None
+    if _may_have_short_rows(frame, data):
+        ragged = _first_ragged(p, data.decode("utf-8"))
+        if ragged is not None:
+            raise ragged
+    return frame
 
 
 def read_parquet_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:

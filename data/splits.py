@@ -63,14 +63,27 @@ def _as_day(key: str, value: object) -> np.datetime64:
     return day
 
 
+def _to_session(d: np.ndarray, key: str, day: np.datetime64) -> np.datetime64:
+    """``day`` moved onto the sorted sessions ``d``: the first session on or after it for a
+    ``*_start`` key, the last on or before it for a ``*_end`` key; ``day`` when there is none."""
+    if key.endswith("_start"):
+        k = int(np.searchsorted(d, day, "left"))
+        return d[k] if k < d.size else day
+    k = int(np.searchsorted(d, day, "right")) - 1
+    return d[k] if k >= 0 else day
+
+
 def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
                   min_train: int = 0,
                   holdout_sessions: int = HOLDOUT_SESSIONS) -> tuple[Split, str]:
     """Complete ``partial`` (any subset of :data:`SPLIT_KEYS`) on the session ``dates``.
 
-    The rule (the same for every command and the Python API): ``holdout_end`` defaults to
-    the last session, ``train_start`` to the first; ``holdout_start`` to the session after a
-    given ``train_end``, else to the first of the last ``holdout_sessions`` sessions up to
+    The rule (the same for every command and the Python API): a given date that is not a
+    session becomes the session its window reaches (the first on or after a ``*_start``, the
+    last on or before a ``*_end``; kept as given when the panel has none there), so the split
+    and the note name sessions.  ``holdout_end`` defaults to the last session,
+    ``train_start`` to the first; ``holdout_start`` to the session after a given
+    ``train_end``, else to the first of the last ``holdout_sessions`` sessions up to
     ``holdout_end``; ``train_end`` to the session before ``holdout_start``.  Returns the
     split and a one-line note (starting with :data:`SPLIT_NOTE`) naming both windows.
     Raises ``ValueError`` (one line) for unknown keys, bad dates, a holdout with no session
@@ -83,7 +96,7 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
     d = np.unique(np.asarray(dates).astype("datetime64[D]"))
     if d.size == 0:
         raise ValueError("cannot resolve a split on a panel with no sessions")
-    day = {k: _as_day(k, v) for k, v in given.items()}
+    day = {k: _to_session(d, k, _as_day(k, v)) for k, v in given.items()}
     he = day.get("holdout_end", d[-1])
     e = int(np.searchsorted(d, he, "right")) - 1
     if "holdout_start" in day:

@@ -12,8 +12,9 @@ in (date, ticker) order (input order for ``unsorted``), so messages are determin
 
 ``strict=False`` repairs nothing silently: cell rules mask the offending cells to
 missing, row rules drop the offending rows (their cells become NaN in the panel),
-``unsorted`` input is sorted; every action is counted per rule in the returned
-:class:`ValidationReport`.  Structural rules (marked below) always raise.
+``unsorted`` input is sorted, identical copies of a row keep one (``duplicate-row``); every
+action is counted per rule in the returned :class:`ValidationReport`.  Structural rules
+(marked below) always raise.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ class ValidationReport:
 
     ``counts[rule]`` is the number of (date, ticker) rows the rule flagged (dropped rows,
     rows with masked cells; ``non-numeric`` counts cells; ``unsorted``, rows out of
-    order).  Empty when the input is clean.
+    order; ``duplicate-row``, every copy: identical copies keep one row, copies that differ
+    are all dropped).  Empty when the input is clean.
     """
 
     counts: dict[str, int] = field(default_factory=dict)
@@ -313,17 +315,83 @@ def _check_order(chk: _Checker, require_sorted: bool) -> None:
             chk.df = chk.df.sort("date", "ticker", maintain_order=True)
     else:
         chk.df = chk.df.sort("date", "ticker", maintain_order=True)
-    # sorted now: copies of a (date, ticker) pair are adjacent
+    _check_duplicates(chk)
+
+
+def _duplicate_detail(chk: _Checker, i: int, size: int, identical: bool) -> str:
+    """What is wrong with the ``size`` copies of one (date, ticker) pair starting at row ``i``."""
+    head = f"(date, ticker) appears {size} times"
+    if identical:
+        return f"{head}, identical copies" + ("" if chk.strict else ": one kept")
+    copies = chk.df.slice(i, size)
+    for c in copies.columns:
+        values = copies.get_column(c).to_list()
+        other = next((v for v in values[1:] if v != values[0]), values[0])
+        if other != values[0]:
+            head += f" with different values ({c} {_fmt(values[0])} vs {_fmt(other)})"
+            break
+    return head + ("" if chk.strict else ": all dropped")
+
+
+def _check_duplicates(chk: _Checker) -> None:
+    """``duplicate-row`` on the sorted frame, where copies of a (date, ticker) pair are adjacent.
+
+    Strict: one error naming each duplicated pair once, with its count (the first
+    :data:`MAX_LISTED_ROWS` pairs, then how many pairs and rows).  Lenient: identical copies
+    keep one row, pairs whose copies differ lose every row; the count is every row involved.
+    Linear in the rows; a frame without duplicates costs one adjacency test.
+    """
+    rule = "duplicate-row"
+    d, t = pl.col("date"), pl.col("ticker")
     same_next = ((d == d.shift(-1)) & (t == t.shift(-1))).fill_null(False)
     dup = chk.df.select((same_next | same_next.shift(1).fill_null(False)).alias("m")).get_column(
         "m"
     )
-
-    def count(r: dict, i: int) -> str:
-        k = chk.df.filter((d == r["date"]) & (t == r["ticker"])).height
-        return f"(date, ticker) appears {k} times"
-
-    chk.drop_rows("duplicate-row", dup, count)
+    n_rows = int(dup.sum())
+    if n_rows == 0:
+        return
+    values = [c for c in chk.df.columns if c not in ("date", "ticker")]  # open .. volume at least
+    same_prev = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in values)
+    pairs = (
+        chk.df.with_row_index("_row")
+        .filter(dup)
+        .select(
+            "_row",
+            start=((d != d.shift(1)) | (t != t.shift(1))).fill_null(True),
+            same=same_prev,
+        )
+        .with_columns(pair=pl.col("start").cum_sum())
+        .with_columns(
+            size=pl.len().over("pair"),
+            identical=(pl.col("start") | pl.col("same")).all().over("pair"),
+        )
+    )
+    heads = pairs.filter("start")
+    listed = [
+        chk._row_error(rule, i, _duplicate_detail(chk, i, k, same))
+        for i, k, same in heads.select("_row", "size", "identical").head(MAX_LISTED_ROWS).rows()
+    ]
+    err = listed[0]
+    n_pairs, n_same = heads.height, int(heads.get_column("identical").sum())
+    if chk.strict:
+        if n_pairs == 1:
+            raise err
+        rows = [str(e).split("] ", 1)[1] for e in listed]
+        shown = (f"{len(rows)} of {n_pairs} duplicated pairs shown" if n_pairs > len(rows)
+                 else f"{n_pairs} duplicated pairs")
+        out = ValidationError(rule, f"{err.detail}; " + "; ".join(rows[1:]) +
+                              f" ({shown}, {n_rows} rows)", ticker=err.ticker, date=err.date)
+        out.rows = rows
+        raise out
+    first = str(err)
+    if n_pairs > 1:
+        first += (f"; {n_pairs} duplicated pairs in all: {n_same} identical (one copy kept), "
+                  f"{n_pairs - n_same} with different values (all dropped)")
+    chk.counts[rule] = chk.counts.get(rule, 0) + n_rows
+    chk.first.setdefault(rule, first)
+    drop = np.zeros(chk.df.height, dtype=bool)
+    drop[pairs.filter(~pl.col("identical") | ~pl.col("start")).get_column("_row").to_numpy()] = True
+    chk.df = chk.df.filter(pl.Series(~drop))
 
 
 def _check_sessions(chk: _Checker) -> None:

@@ -116,3 +116,54 @@ def test_a_partial_split_resolves_the_same_in_make_probe_book_and_audit(vendor, 
         assert rc == 0 and f"gymkit: note: {env.split_note}\n" in err, (cmd, err)
     target = build_target("us46-default", market=str(clean), split=partial)
     assert target.config.split == env.config.split and target.notes == [env.split_note]
+
+
+def test_market_on_a_row_missing_trailing_fields_exits_1_with_one_line(vendor, tmp_path,
+                                                                       capsys) -> None:
+    """A row with fewer fields than the header is a ragged row, strict or --lenient, never a
+    silent NaN (polars alone pads it)."""
+    clean, _ = vendor
+    lines = clean.read_bytes().split(b"\n")
+    lines[2] = b",".join(lines[2].split(b",")[:6])  # date, name and OHLC only
+    short = tmp_path / "short.csv"
+    short.write_bytes(b"\n".join(lines))
+    for extra in ((), ("--lenient",)):
+        rc, out, err = cli(capsys, "market", str(short), *extra)
+        assert rc == 1 and out == ""
+        assert err == f"gymkit market: error: {short}: line 3: 6 fields, the header has 9\n"
+
+
+def test_an_identical_duplicate_row_is_named_once_and_cleaned_to_one_copy(vendor, tmp_path,
+                                                                          capsys) -> None:
+    """The flawed file repeats row 30 (day 3, ticker 6) exactly: strict names the pair once
+    with its count; clean keeps one copy instead of losing the (ticker, date)."""
+    _, flawed = vendor
+    tk, day = M.tickers[6], M.dates[3]
+    rc, _, err = cli(capsys, "market", str(flawed))
+    assert rc == 1 and err == (f"gymkit market: error: {flawed}: [duplicate-row] {tk} {day}: "
+                               "(date, ticker) appears 2 times, identical copies\n")
+    out_pq = tmp_path / "dedup.parquet"
+    rc, out, _ = cli(capsys, "market", "clean", str(flawed), str(out_pq))
+    assert rc == 0
+    first = f"[duplicate-row] {tk} {day}: (date, ticker) appears 2 times, identical copies: one kept"
+    assert first in out
+    report = json.loads(out_pq.with_name("dedup.parquet.report.json").read_text())
+    assert report["rules"]["duplicate-row"] == {"count": 2, "first": first}
+    panel = load_panel(out_pq)
+    j = panel.tickers.index(tk)
+    assert panel.close[3, j] == M.close[3, 6] and panel.volume[3, j] == M.volume[3, 6]
+
+
+def test_split_dates_off_the_calendar_print_the_resolved_sessions(vendor, capsys) -> None:
+    """``--split train_end=<a Saturday>`` / ``holdout_start=<a holiday>``: the summary names the
+    last session on or before train_end and the first on or after holdout_start."""
+    clean, _ = vendor
+    d = [str(x) for x in M.dates[:DAYS]]
+    fri, mon = d.index("2014-06-06"), d.index("2014-06-09")  # 2014-06-07 is a Saturday
+    rc, out, _ = cli(capsys, "market", str(clean), "--split", "train_end=2014-06-07")
+    assert rc == 0 and (f"  split        train {fri + 1} sessions {d[0]}..{d[fri]}, holdout "
+                        f"{DAYS - mon} sessions {d[mon]}..{d[-1]}") in out
+    before, after = d.index("2014-07-03"), d.index("2014-07-07")  # 2014-07-04: Independence Day
+    rc, out, _ = cli(capsys, "market", str(clean), "--split", "holdout_start=2014-07-04")
+    assert rc == 0 and (f"  split        train {before + 1} sessions {d[0]}..{d[before]}, "
+                        f"holdout {DAYS - after} sessions {d[after]}..{d[-1]}") in out

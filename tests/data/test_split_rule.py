@@ -12,7 +12,7 @@ import gymkit
 from gymkit.audit.target import build_target
 from gymkit.config import EnvConfig, split_for_market
 from gymkit.data import DEFAULT_SPLIT, default_market
-from gymkit.data.splits import SPLIT_NOTE, resolve_split
+from gymkit.data.splits import SPLIT_NOTE, Split, resolve_split
 
 MARKET = default_market()
 LATE = MARKET.take_rows(slice(1000, None))  # a "user" market: 2016-.. 2026, not the default
@@ -41,7 +41,7 @@ def test_make_on_a_user_market_derives_the_split_and_says_so() -> None:
 
 
 @pytest.mark.parametrize(("split", "message"), [
-    ({"train_end": "2013-01-01"}, "split leaves 126 train sessions (2012-06-29..2013-01-01); the "
+    ({"train_end": "2013-01-01"}, "split leaves 126 train sessions (2012-06-29..2012-12-31); the "
      "train window needs at least 380 (burn-in, CPCV blocks and the 2-day horizon)"),
     ({"holdout_start": "2027-01-05"}, "split leaves the holdout empty: holdout_start 2027-01-05 is "
      "after holdout_end 2026-08-21 (the panel spans 2012-06-29..2026-08-21)"),
@@ -54,6 +54,24 @@ def test_bad_splits_are_one_line_errors(split: dict, message: str) -> None:
     with pytest.raises(ValueError) as info:
         gymkit.make("us46-default", split=split, archive={"seed": "none"})
     assert str(info.value) == message
+
+
+def test_split_dates_that_are_not_sessions_name_the_resolved_sessions() -> None:
+    """A Saturday ``train_end`` is the Friday before it, a holiday ``holdout_start`` the next
+    session: in the split, in the note, hence in the config ``make`` and ``env show`` use."""
+    split, note = resolve_split(MARKET.dates, {"train_end": "2019-12-28"})  # a Saturday
+    assert (split.train_end, split.holdout_start) == ("2019-12-27", "2019-12-30")
+    assert "train 2012-06-29..2019-12-27 (1886 sessions), holdout 2019-12-30.." in note
+    split, note = resolve_split(MARKET.dates, {"holdout_start": "2020-01-01"})  # New Year's Day
+    assert (split.train_end, split.holdout_start) == ("2019-12-31", "2020-01-02")
+    assert note.endswith("train 2012-06-29..2019-12-31 (1888 sessions), holdout "
+                         "2020-01-02..2026-08-21 (1668 sessions)")
+    every = {"train_start": "2012-07-04", "train_end": "2019-12-28",
+             "holdout_start": "2020-01-01", "holdout_end": "2026-08-22"}  # all four off-calendar
+    assert resolve_split(MARKET.dates, every)[0] == Split("2012-07-05", "2019-12-27",
+                                                          "2020-01-02", "2026-08-21")
+    made, _ = split_for_market(EnvConfig(market="user"), MARKET.dates, {"train_end": "2019-12-28"})
+    assert made.split["train_end"] == "2019-12-27"
 
 
 def test_an_explicit_split_off_the_panel_is_refused() -> None:

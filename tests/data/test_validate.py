@@ -64,8 +64,12 @@ CASES = [
     ),
     (
         pl.concat([BASE, BASE[3:4]]),
-        "[duplicate-row] BBB 2014-06-10: (date, ticker) appears 2 times; "
-        "BBB 2014-06-10: (date, ticker) appears 2 times (2 rows)",
+        "[duplicate-row] BBB 2014-06-10: (date, ticker) appears 2 times, identical copies",
+    ),
+    (
+        pl.concat([BASE, BASE[3:4].with_columns(close=pl.lit(20.3))]),
+        "[duplicate-row] BBB 2014-06-10: (date, ticker) appears 2 times with different values "
+        "(close 20.2 vs 20.3)",
     ),
     (
         BASE[[0, 2, 1, 3]],
@@ -211,10 +215,47 @@ def test_strict_false_drops_rows_and_sorts_with_report():
     frame = pl.concat([BASE[[2, 3, 0, 1]], BASE[0:1]])  # unsorted, AAA 06-09 twice
     panel, report = load_panel_with_report(frame, strict=False)
     assert report.counts == {"unsorted": 2, "duplicate-row": 2}  # rows 2 and 4 step back
-    assert np.isnan(panel.close[0, 0]) and panel.close[0, 1] == 20.5
+    assert panel.close[0, 0] == 10.5 and panel.close[0, 1] == 20.5  # one identical copy kept
     weekend = BASE.with_columns(pl.Series("date", ["2014-06-07"] * 2 + ["2014-06-10"] * 2))
     panel, report = load_panel_with_report(weekend, strict=False)
     assert report.counts == {"non-session": 2} and panel.T == 1
+
+
+def test_identical_duplicates_keep_one_copy_differing_ones_are_dropped():
+    """Lenient: identical copies of a row keep one, copies that differ lose the (ticker, date);
+    strict: one error naming each duplicated pair once, with its count."""
+    differing = BASE[3:4].with_columns(close=pl.lit(20.3))
+    frame = pl.concat([BASE[0:1], BASE[0:1], BASE[0:1], BASE[1:], differing])
+    panel, report = load_panel_with_report(frame, strict=False)
+    assert report.counts == {"duplicate-row": 5}
+    assert report.first["duplicate-row"] == (
+        "[duplicate-row] AAA 2014-06-09: (date, ticker) appears 3 times, identical copies: one "
+        "kept; 2 duplicated pairs in all: 1 identical (one copy kept), 1 with different values "
+        "(all dropped)")
+    assert panel.close[0, 0] == 10.5 and panel.volume[0, 0] == 100.0  # kept, once
+    assert np.isnan(panel.close[1, 1]) and panel.close[1, 0] == 10.8  # differing: dropped
+    assert panel.fingerprint == load_panel(BASE[:3]).fingerprint
+    err = _error(frame)
+    assert str(err) == (
+        "[duplicate-row] AAA 2014-06-09: (date, ticker) appears 3 times, identical copies; "
+        "BBB 2014-06-10: (date, ticker) appears 2 times with different values (close 20.2 vs "
+        "20.3) (2 duplicated pairs, 5 rows)")
+    assert err.rows == [
+        "AAA 2014-06-09: (date, ticker) appears 3 times, identical copies",
+        "BBB 2014-06-10: (date, ticker) appears 2 times with different values (close 20.2 vs "
+        "20.3)"]
+
+
+def test_many_duplicated_pairs_list_twenty_once_each(make_long):
+    frame = make_long(tickers=("AAA", "BBB", "CCC", "DDD", "EEE"), days=5)  # 25 rows
+    doubled = pl.concat([frame, frame]).sort("date", "ticker", maintain_order=True)
+    err = _error(doubled)
+    msg = str(err)
+    assert msg.endswith("(20 of 25 duplicated pairs shown, 50 rows)")
+    assert msg.count("appears 2 times, identical copies") == 20 == len(set(err.rows))
+    panel, report = load_panel_with_report(doubled, strict=False)
+    assert report.counts == {"duplicate-row": 50}
+    assert panel.fingerprint == load_panel(frame).fingerprint
 
 
 def test_strict_false_warns_once_and_clean_input_does_not():

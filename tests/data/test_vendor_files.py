@@ -130,6 +130,53 @@ def test_malformed_files_are_one_line_naming_the_file(tmp_path, content, message
     assert str(info.value) == f"{path}: {message}"
 
 
+_HEADER = b"date,ticker,open,high,low,close,volume\n"
+_ROWS = [b"2014-06-09,AAA,1,2,0.5,1.5,10", b"2014-06-09,BBB,1,2,0.5,1.5,10",
+         b"2014-06-10,AAA,1,2,0.5,1.5,10", b"2014-06-10,BBB,1,2,0.5,1.5,10"]
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["csv", "csv.gz"])
+@pytest.mark.parametrize(("bad", "line"), [(1, 3), (3, 5)], ids=["middle", "last-line"])
+def test_short_rows_are_ragged_in_both_modes(tmp_path, gz: bool, bad: int, line: int) -> None:
+    """A row missing its trailing field(s) is an error (polars alone pads it with nulls), in
+    strict and lenient mode, in the middle or on a last line without a newline, plain or gzip."""
+    path = tmp_path / ("short.csv.gz" if gz else "short.csv")
+
+    def write(rows: list[bytes]) -> None:
+        content = _HEADER + b"\n".join(rows)  # the last line has no newline
+        path.write_bytes(gzip.compress(content) if gz else content)
+
+    rows = list(_ROWS)
+    rows[bad] = rows[bad].rsplit(b",", 1)[0]
+    write(rows)
+    for strict in (True, False):
+        with pytest.raises(ValueError) as info:
+            load_panel_with_report(path, strict=strict)
+        assert str(info.value) == f"{path}: line {line}: 6 fields, the header has 7"
+    rows[bad] += b","  # the same row with an empty last cell has all its fields: not ragged
+    write(rows)
+    panel, report = load_panel_with_report(path, strict=False)
+    assert report.ok and np.isnan(panel.volume).sum() == 1
+
+
+def test_quoted_commas_are_not_field_separators(tmp_path) -> None:
+    """Commas inside quoted header names and cells (even across lines) are not separators:
+    the check agrees with the CSV parser, and still finds a short row among them."""
+    header = b'date,ticker,open,high,low,close,volume,"memo, free text"\n'
+    rows = [b'2014-06-09,"A,A",1,2,0.5,1.5,10,"x, y"', b"2014-06-09,BBB,1,2,0.5,1.5,10,",
+            b'2014-06-10,"A,A",1,2,0.5,1.5,10,', b'2014-06-10,BBB,1,2,0.5,1.5,10,"two\nlines, z"']
+    path = tmp_path / "quoted.csv"
+    path.write_bytes(header + b"\n".join(rows) + b"\n")
+    panel, report = load_panel_with_report(path)
+    assert panel.tickers == ("A,A", "BBB") and panel.T == 2 and report.ok
+    assert report.notes == ("ignored column(s) not in the schema: ['memo, free text']",)
+    rows[2] = rows[2][:-1]  # '"A,A"' still holds a comma; the row lacks its memo field
+    path.write_bytes(header + b"\n".join(rows) + b"\n")
+    with pytest.raises(ValueError) as info:
+        load_panel(path)
+    assert str(info.value) == f"{path}: line 4: 7 fields, the header has 8"
+
+
 def test_gzip_bomb_stops_at_the_cap(tmp_path) -> None:
     path = tmp_path / "bomb.csv.gz"
     with gzip.open(path, "wb") as fh:

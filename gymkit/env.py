@@ -36,7 +36,7 @@ from gymkit.data.panel import Panel
 from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
 from gymkit.dsl.operators import OPERATORS
 from gymkit.verifiers.archive import NoveltyArchive
-from gymkit.verifiers.channels import CHANNELS, is_low_ic_motif
+from gymkit.verifiers.channels import CHANNELS, is_low_ic_motif, priority_sum
 from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.windows import judged_window, window_panel
@@ -266,12 +266,23 @@ class Environment:
         return x.reshape(len(cards), len(names)), np.array([c.valid for c in cards], dtype=bool)
 
     def group_advantages(self, cards: Sequence[ScoreCard]) -> tuple[np.ndarray, AdvantageInfo]:
-        """GDPO advantages of one group's cards (their channels, priorities, validity, floor)."""
+        """GDPO advantages of one group's cards (their channels, priorities, validity, floor).
+
+        Guarded (no positive advantage, ranked below every eligible answer): the answers whose
+        reward the motif guard (R10) actually capped, i.e. it fired and Σ priority·channel was
+        positive; the seed's rule is that such an answer "loses its positive reward".  An answer
+        the guard fired on whose reward was not positive keeps its place among the eligible
+        ones (R10's −1 still counts in its channel): were every fired answer guarded, a market
+        where most formulas have IC < the threshold (a real one) would leave one eligible
+        answer per group, which the zero-sum projection hands the whole positive advantage
+        however bad it is."""
         x, valid = self.channel_matrix(cards)
         names = self._group_channels(cards)
         prio = np.array([self._priority_of[n] for n in names], dtype=np.float64)
         core = names.index("cpcv") if "cpcv" in names else 0
-        guarded = np.array([c.motif_capped for c in cards], dtype=bool)
+        guarded = np.array([c.valid and c.motif_capped
+                            and priority_sum(c.channels, self._priority_of) > 0.0 for c in cards],
+                           dtype=bool)
         adv, info = gdpo_advantages(x, prio, valid, floor=self.config.advantage_floor, core=core,
                                     guarded=guarded)
         # The diagnostics' scalar reward is the cards' reward, which the motif guard (R10) may

@@ -131,6 +131,7 @@ __all__ = [
     "is_low_ic_motif",
     "is_slow_factor_tilt",
     "motif_guard_triggered",
+    "priority_sum",
     "scalar_reward",
     "soft_floor",
 ]
@@ -698,10 +699,17 @@ def scalar_reward(channels: dict[str, float], priorities: dict[str, float], f: A
     """
     if not f.valid:
         return invalid_reward(f.error_code), False
-    r = 0.0
-    for name, v in channels.items():
-        r += priorities[name] * v
+    r = priority_sum(channels, priorities)
     capped = "motif_guard" in channels and motif_guard_triggered(f, params)
     if capped:
         r = min(r, 0.0)
     return soft_floor(r), capped
+
+
+def priority_sum(channels: dict[str, float], priorities: dict[str, float]) -> float:
+    """Σ priority·channel over ``channels`` in their order: a valid answer's reward before
+    the motif guard's cap and the soft floor (:func:`scalar_reward`)."""
+    r = 0.0
+    for name, v in channels.items():
+        r += priorities[name] * v
+    return r

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gymkit.advantages import ZERO_TOL
+
 pytest.importorskip("trl")
 
 FORMULAS = ("rank(-ts_sum(returns, 5))", "rank(ts_mean(volume, 20))", "-ts_std(returns, 10)",
@@ -66,7 +68,11 @@ def test_trl_rewards_are_gymkit_gdpo_of_env_cards(trl_run: Path) -> None:
         centred = a - np.repeat(a.reshape(-1, 6).mean(axis=1), 6)
         want = centred / (a.std(ddof=1) + 1e-4)
         assert np.allclose(used, want, rtol=1e-5, atol=1e-6)
-        assert np.array_equal(np.sign(used), np.sign(a))
+        # Same direction wherever gymkit's advantage is not zero; an exact 0 (e.g. the lowest
+        # eligible answer after the validity projection) stays within TRL's centring noise.
+        nz = np.abs(a) > ZERO_TOL
+        assert np.array_equal(np.sign(used[nz]), np.sign(a[nz]))
+        assert np.all(np.abs(used[~nz]) <= 1e-6)
     assert any(r["valid"] for r in rolls) and any(not r["valid"] for r in rolls)
     assert all(r["advantage"] <= 1e-12 for r in rolls if not r["valid"])
 

@@ -86,8 +86,9 @@ outscore a valid answer, whatever the channels, priorities or thresholds:
   s at 0), then ``soft_floor(s)`` = s for s ≥ 0 and B·s/(B − s) for s < 0, with
   B = :data:`VALID_FLOOR_WIDTH` = 2.  soft_floor is strictly increasing, continuous with
   slope 1 at 0, leaves every reward ≥ 0 unchanged and maps (−∞, 0) into (−2, 0); in floating
-  point a valid reward is ≥ −2.0 (clamped, and −∞/NaN sums count as −∞).  Only +, −, ×, ÷
-  (IEEE-exact): the same bits on every machine.
+  point a valid reward is ≥ −2.0 (clamped, and −∞/NaN sums count as −∞).  B·s/(B − s) is
+  computed in exact rationals and rounded once (the nearest float), so the floating-point map
+  is non-decreasing too and has the same bits on every machine.
 * invalid answers: one fixed value per gate layer, whatever the channels hold —
   −3.5 tag failure (missing_tag, empty_tag, multiple_tags, unclosed_tag) <
   −3.0 text failure (syntax, names, limits, availability, answer_too_long) <
@@ -104,6 +105,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, asdict, dataclass, fields
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -137,7 +139,7 @@ __all__ = [
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v4"  # v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
+CHANNEL_TABLE_VERSION = "channels-v5"  # v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
 # factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
@@ -677,7 +679,10 @@ def soft_floor(s: float) -> float:
         return s + 0.0
     if not s > -math.inf:   # −inf or NaN: the bottom of the valid band
         return -b
-    return max(-b, b * s / (b - s))
+    # B·s/(B − s) in exact rationals, rounded once: a rounding of an increasing function is
+    # non-decreasing; the float expression rounds B − s first and was not (s = −1.8e16 gave
+    # −1.9999999999999996, s = −1.2e16 −1.9999999999999998).
+    return max(-b, float(Fraction(b) * Fraction(s) / (Fraction(b) - Fraction(s))))
 
 
 def invalid_reward(error_code: str | None) -> float:

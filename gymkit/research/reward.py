@@ -55,6 +55,7 @@ import numpy as np
 from scipy.stats import norm
 
 from gymkit.card import ScoreCard
+from gymkit.verifiers.channels import VALID_FLOOR_WIDTH, soft_floor
 from gymkit.verifiers.pbo import expected_max_sharpe
 
 __all__ = ["NO_SUBMIT_REWARD", "TOOL_COST", "VALID_FLOOR", "ResearchReward", "deflation",
@@ -65,16 +66,9 @@ TOOL_COST = 0.02
 #: Reward of an episode that ends without a submission (below every card's invalid band).
 NO_SUBMIT_REWARD = -4.0
 #: Width of the valid band below 0 (the card's soft floor: valid rewards are >= -VALID_FLOOR).
-VALID_FLOOR = 2.0
+VALID_FLOOR = VALID_FLOOR_WIDTH
 
 
-def soft_floor(s: float) -> float:
-    """Identity for s >= 0, ``2·s/(2 − s)`` below (strictly increasing, into (−2, 0))."""
-    if s >= 0.0:
-        return s + 0.0
-    if not s > -math.inf:
-        return -VALID_FLOOR
-    return max(-VALID_FLOOR, VALID_FLOOR * s / (VALID_FLOOR - s))
 
 
 def _unit(pnl: np.ndarray) -> np.ndarray | None:

@@ -146,3 +146,16 @@ def test_demo_plain_grpo_never_ranks_an_invalid_answer_above_a_valid_one():
     assert (~ok).any() and ok.any()
     assert grpo[~ok].max() < grpo[ok].min()
     assert grpo[-2] < grpo[-1]
+
+
+def test_soft_floor_is_monotone_where_rounding_b_minus_s_broke_it():
+    """Hypothesis found B·s/(B − s) in floats out of order: B − s rounds first.  Exact
+    rationals rounded once keep the order, here and at a binade crossing of B − s (s ≈ −6)."""
+    assert soft_floor(-1.8014398509481988e+16) <= soft_floor(-1.2009599006321322e+16)
+    s = np.nextafter(-6.0, -np.inf)
+    xs = [s, -6.0, np.nextafter(-6.0, 0.0)]
+    for _ in range(200):
+        xs.append(np.nextafter(xs[-1], 0.0))
+    ys = [soft_floor(float(x)) for x in sorted(xs)]
+    assert ys == sorted(ys)
+    assert soft_floor(-6.0) == -1.5 and soft_floor(-2.0) == -1.0   # exact where B·s/(B − s) is

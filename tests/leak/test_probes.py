@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "cd17db77a20c67b0047d9008a81ddf328ec44d18e5da309a2bb134702a776a5f"
+FROZEN_ENV_FINGERPRINT = "15224e94b52164d2c9f74c188a9bee85f1df13ed806dbd520819d6e8d3d51f0c"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '69168ed26df73816b2420db919145d42eeb413152a6f1cf86b42c973949e6d98',
+     '67cdde050d8b6e527b0d41354b3dc8b4ccb760071f22c6e106bff982eb540cd4',
      1.3487750994240228, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '8dde46079d73b375b8f2639cfa5df1f4bc04b939e5104f03b2169aa83e56e779',
+     '05d63feb91e2974e851a8d255bfacdf7c653a63bbd9cb0dadd94bd7eea96c26c',
      1.9314115588301166, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'd1c57497cc212fa623bf9115cce19c50b9d2549a97da05e72433412ef450c335',
+     '7ec8b7726b10ce32bfafbc66c43fe14421aa6136d53c5a8c6e4d514708c6e5c9',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '520f2a8233a472169fdcb6811098326c6f992b184937d9b924d29219ffd03786',
+     '69b8d8942962efce95110ec99fe0c37d9aeee66189d700a0f3e33b1d536b41a7',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '69893acd10ca6bfa3710df58b25dcf1cf285a809915e2985e21ded0a73d76d0f',
+     '17904a63383473200ba690a504a369557cbaa5c6c541665730278ba7d7ec54d5',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     'e8dbf5dd6eddc963d9162ac2ab95df9ed434abb753fa5ac79cb80a9dec2fa261',
+     '5615c2bec0a52dd40e149e16cc052c5d2c4035073b3f6fb8ab1322ba209788d7',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '5b3c0a2c720527e28f5d441205ffe4336c3ac5e9ea4dacda3a3ab83bee6230c7',
+     '1b6a6aec9102c46ec9ffe4ec29d166b7c20da881d8d9f27190c81488744dae0a',
      -1.042476822369772, -0.6541933126468962),
 )
 

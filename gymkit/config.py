@@ -6,7 +6,8 @@ and thresholds, the novelty archive (capacity, seed corpus), stress worlds and t
 advantage floor.  Schema (TOML; every key optional when read, defaults = ``us46-default``)::
 
     env_id = "us46-default"          # name in the registry
-    description = "..."
+    description = "..."              # on another market than "default", the embedded market's
+                                     # phrase (EMBEDDED_MARKET) reads as that market's instead
     market = "default"               # "default" (embedded), "user" (make(..., market=panel))
                                      # or a path to a panel file (gymkit.data.load_panel)
     burn_in = 252                    # sessions before the first judged day
@@ -57,13 +58,17 @@ from gymkit.verifiers.windows import BURN_IN
 
 from .prompt import PROMPT_VERSION  # the template's version (gymkit/prompt.py), fingerprinted
 
-__all__ = ["ARCHIVE_SEEDS", "MIN_BLOCK_DAYS", "PROMPT_VERSION", "EnvConfig", "split_for_market"]
+__all__ = ["ARCHIVE_SEEDS", "EMBEDDED_MARKET", "MIN_BLOCK_DAYS", "PROMPT_VERSION", "EnvConfig",
+           "describe_market", "market_phrase", "split_for_market"]
 
 #: Judged days per CPCV block a train window must at least hold (about a trading month).
 MIN_BLOCK_DAYS = 21
 
 #: Seed corpora the novelty archive can start from.
 ARCHIVE_SEEDS = ("alpha101", "none")
+
+#: How a description names the embedded market; on any other market it names that market.
+EMBEDDED_MARKET = "46 synthetic US stocks (embedded market)"
 
 _TABLES = ("split", "train_costs", "holdout_costs", "cpcv", "priorities", "thresholds",
            "archive", "advantages")
@@ -84,7 +89,7 @@ class EnvConfig:
     """A named environment configuration (module doc has the schema); validated on creation."""
 
     env_id: str = "us46-default"
-    description: str = "46 synthetic US stocks (embedded market), 12-channel reward, train window only"
+    description: str = f"{EMBEDDED_MARKET}, 12-channel reward, train window only"
     market: str = "default"
     burn_in: int = BURN_IN
     channels: tuple[str, ...] = field(default_factory=_default_channels)
@@ -103,6 +108,9 @@ class EnvConfig:
         set_ = object.__setattr__
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(f"env_id must be a non-empty string, got {self.env_id!r}")
+        if not isinstance(self.description, str):
+            raise ValueError(f"description must be a string, got {self.description!r}")
+        set_(self, "description", describe_market(self.description, self.market))
         if not isinstance(self.burn_in, int) or isinstance(self.burn_in, bool) or self.burn_in < 0:
             raise ValueError(f"burn_in must be an int >= 0, got {self.burn_in!r}")
         names = tuple(channel(n).name for n in self.channels)  # ids accepted, names stored
@@ -260,6 +268,23 @@ class EnvConfig:
     def load(cls, path: str | Path) -> EnvConfig:
         """Read a TOML file written by :meth:`save` (or by hand)."""
         return cls.from_toml(Path(path).read_text(encoding="utf-8"))
+
+
+def market_phrase(market: str) -> str:
+    """How a description names ``market`` (a config's ``market`` value)."""
+    if market == "default":
+        return EMBEDDED_MARKET
+    if market == "user":
+        return "a user-supplied market"
+    return f"the market file {market}"
+
+
+def describe_market(description: str, market: str) -> str:
+    """``description`` naming ``market``: the embedded market's phrase (:data:`EMBEDDED_MARKET`)
+    is replaced by :func:`market_phrase` on any other market; any other text is kept as is."""
+    if market == "default" or EMBEDDED_MARKET not in description:
+        return description
+    return description.replace(EMBEDDED_MARKET, market_phrase(market))
 
 
 def split_for_market(config: EnvConfig, dates: Any, split: dict[str, str] | None = None,

@@ -6,12 +6,19 @@ and ``prompt_version``.  verl rows (:func:`verl_rows`, Parquet): ``data_source``
 ("gymkit/<env_id>"), ``prompt`` (chat messages), ``ability`` ("alpha-design"),
 ``reward_model`` ({"style": "rule", "ground_truth": brief_id}) and ``extra_info``
 ({"brief_id", "split", "index"}).  The prompt vocabulary (fields, group levels, operators) is
-the environment's, read from a built environment only when ``env`` is given; otherwise from
-the embedded default market's panel without building an environment.
+the environment's: read from ``env`` when given (a built environment, or just its market
+panel), otherwise from the embedded default market's panel, without building an environment.
+
+``gymkit briefs --env X [--market FILE]`` writes the vocabulary of X's market (or of FILE);
+``data_source`` names the environment stably: ``gymkit/<id>`` for a registered id,
+``gymkit/<absolute .toml path>`` for a config file, with ``@<absolute market path>`` appended
+under ``--market``.  Only ``gymkit/<registered id>`` is scored by :mod:`gymkit.adapters.verl`;
+the other forms are refused there by name, never scored on another environment's market.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,23 +28,38 @@ from gymkit.briefs import Brief
 from gymkit.dsl.operators import FIELDS, OPERATORS
 from gymkit.prompt import PROMPT_VERSION, chat_messages
 
-__all__ = ["brief_rows", "verl_rows", "write_jsonl", "write_parquet"]
+__all__ = ["brief_rows", "env_ref", "verl_rows", "vocabulary", "write_jsonl", "write_parquet"]
 
-def _vocab(env: Any | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if env is not None:
-        return tuple(env.setup.fields), tuple(env.setup.levels)
-    from gymkit.data import default_market
+
+def vocabulary(env: Any | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(fields, group levels) a prompt names: those of ``env`` (an Environment, or a market
+    :class:`~gymkit.data.Panel` read as ``ScoringSetup.build`` reads it), else the default market's."""
+    setup = getattr(env, "setup", None)
+    if setup is not None:
+        return tuple(setup.fields), tuple(setup.levels)
     from gymkit.dsl.operators import LEVELS
 
-    m = default_market()  # the embedded panel's vocabulary, as ScoringSetup.build reads it
-    return (tuple(n for n in FIELDS if m.has_field(n)),
-            tuple(lv for lv in LEVELS if m.has_groups(lv)))
+    if env is None:
+        from gymkit.data import default_market
+
+        env = default_market()  # the embedded panel's vocabulary
+    return (tuple(n for n in FIELDS if env.has_field(n)),
+            tuple(lv for lv in LEVELS if env.has_groups(lv)))
+
+
+def env_ref(env: str, market: str | None = None) -> str:
+    """How ``data_source`` names ``env`` (a registered id or a .toml path) after ``gymkit/``,
+    on ``market`` when given: the same string from any working directory (module doc)."""
+    from gymkit.registry import ENVIRONMENTS
+
+    ref = env if env in ENVIRONMENTS else str(Path(env).resolve())
+    return ref + (f"@{Path(market).resolve()}" if market is not None else "")
 
 
 def brief_rows(briefs: Sequence[Brief], env: Any | None = None,
                reasoning: bool | None = None) -> list[dict[str, Any]]:
-    """One chat-format row per brief (module doc)."""
-    fields, levels = _vocab(env)
+    """One chat-format row per brief; ``env``: an Environment or a market Panel (module doc)."""
+    fields, levels = vocabulary(env)
     return [{**b.to_dict(), "brief": b.text,
              "prompt": chat_messages(b.text, fields, levels, OPERATORS, reasoning),
              "prompt_version": PROMPT_VERSION} for b in briefs]
@@ -45,8 +67,9 @@ def brief_rows(briefs: Sequence[Brief], env: Any | None = None,
 
 def verl_rows(briefs: Sequence[Brief], env_id: str = "us46-default", env: Any | None = None,
               reasoning: bool | None = None) -> list[dict[str, Any]]:
-    """verl's RL dataset rows (module doc)."""
-    fields, levels = _vocab(env)
+    """verl's RL dataset rows; ``data_source`` is ``gymkit/<env_id>`` (a registered id, or
+    :func:`env_ref`'s name of a config file or market); ``env`` as in :func:`brief_rows`."""
+    fields, levels = vocabulary(env)
     return [{"data_source": f"gymkit/{env_id}",
              "prompt": chat_messages(b.text, fields, levels, OPERATORS, reasoning),
              "ability": "alpha-design",
@@ -79,33 +102,42 @@ def configure_briefs_cli(p: Any) -> None:
     p.add_argument("--split", choices=["train", "holdout", "probe", "all"], default="all")
     p.add_argument("--format", choices=["jsonl", "verl-parquet"], default="jsonl")
     p.add_argument("--out", default=None, help="output file (JSONL default: standard output)")
-    p.add_argument("--env", default="us46-default", help="environment id (verl data_source)")
+    p.add_argument("--env", default="us46-default",
+                   help="environment id or .toml: its market's vocabulary, verl data_source")
     p.add_argument("--filter-answers", default=None,
                    help="JSONL of {brief_id, completion} samples: keep briefs solved in some but "
                         "not all tries")
     p.add_argument("--threshold", type=float, default=0.0, help="solved = valid and reward > this")
+    from gymkit.cli.options import add_market_args
+
+    # the shared --market/--lenient/--columns/--adjust; `gymkit briefs --split` is the briefs' split
+    add_market_args(p, split=False)
 
 
 def run_briefs_cli(args: Any) -> int:
-    """Handler of ``gymkit briefs``."""
+    """Handler of ``gymkit briefs``: the prompts name the fields and group levels of the
+    environment's market (``--env``, or ``--market FILE``)."""
+    import sys
+
     from gymkit.briefs import difficulty_filter, generate_briefs, read_samples, split_briefs
+    from gymkit.cli.options import make_env
 
     briefs = split_briefs(generate_briefs(args.n, args.seed), args.split)
+    # args.split is the briefs' split, not a market split (make_env reads --split KEYS from it)
+    market_args = argparse.Namespace(**{**vars(args), "split": None})
     if args.filter_answers:
-        import sys
-
-        import gymkit
-
-        rep = difficulty_filter(read_samples(args.filter_answers), briefs, gymkit.make(args.env),
-                                args.threshold)
+        env = make_env(market_args, args.env)
+        rep = difficulty_filter(read_samples(args.filter_answers), briefs, env, args.threshold)
         keep = set(rep.kept)
         print(f"difficulty filter: kept {len(keep)} of {len(rep.tries)} sampled briefs",
               file=sys.stderr)
         briefs = [b for b in briefs if b.brief_id in keep]
+    else:  # the vocabulary only: no need to seed the novelty archive
+        env = make_env(market_args, args.env, archive={"seed": "none"})
     if args.format == "verl-parquet":
         if not args.out:
             raise ValueError("--format verl-parquet needs --out FILE")
-        write_parquet(verl_rows(briefs, args.env), args.out)
+        write_parquet(verl_rows(briefs, env_ref(args.env, args.market), env), args.out)
     else:
-        write_jsonl(brief_rows(briefs), args.out)
+        write_jsonl(brief_rows(briefs, env), args.out)
     return 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from .options import add_market_args, make_env
 
-__all__ = ["configure", "env_summary", "run"]
+__all__ = ["Shown", "configure", "env_summary", "run", "shown_env"]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -22,13 +22,26 @@ def configure(p: argparse.ArgumentParser) -> None:
     add_market_args(sp)
 
 
-def env_summary(config: Any) -> str:
-    """A readable multi-line summary of an EnvConfig (no market loading)."""
+class Shown(NamedTuple):
+    """What ``env show`` prints: the config, and what building it on its market told."""
+
+    config: Any
+    market: str | None = None  # a line about the panel it runs on
+    fingerprint: str | None = None  # the environment's (every card reports it)
+    channels: tuple[str, ...] | None = None  # the channels that count (None: the config's)
+    notes: tuple[str, ...] = ()  # the environment's notes (inactive channels, derived split)
+
+
+def env_summary(config: Any, shown: Shown | None = None) -> str:
+    """A readable multi-line summary of an EnvConfig (no market loading); ``shown`` adds what
+    building it told (:func:`shown_env`)."""
     from gymkit.verifiers.channels import CHANNELS
 
+    shown = shown or Shown(config)
+    active = config.channels if shown.channels is None else shown.channels
     s, c = config.split, config.cpcv
     lines = [f"{config.env_id}: {config.description}",
-             f"  market        {config.market}",
+             f"  market        {config.market}" + (f": {shown.market}" if shown.market else ""),
              f"  split         train {s['train_start']} .. {s['train_end']}, holdout "
              f"{s['holdout_start']} .. {s['holdout_end']}; burn-in {config.burn_in} sessions",
              f"  train costs   {json.dumps(config.train_costs, sort_keys=True)}",
@@ -40,9 +53,33 @@ def env_summary(config: Any) -> str:
              f"  advantages    floor {config.advantages.get('floor', 'none')}",
              "  channels (active marked *):"]
     for ch in CHANNELS:
-        on = "*" if ch.name in config.channels else " "
+        on = "*" if ch.name in active else " "
         lines.append(f"    {on} {ch.id:<4} {ch.name:<18} priority {config.priorities[ch.name]:g}")
+    lines += [f"  note          {n}" for n in shown.notes]
+    if shown.fingerprint is not None:
+        lines.append(f"  fingerprint   {shown.fingerprint}")
     return "\n".join(lines)
+
+
+def shown_env(args: argparse.Namespace, config: Any) -> Shown:
+    """The environment ``score`` builds from ``args`` (``config`` = ``args.env_id``'s), as shown.
+
+    Built by the one ``make_env`` path with the archive left unseeded (seeding evaluates the
+    101 alphas; the seed corpus changes the config, not the data or stress worlds), then given
+    back its configured seed, so the config and fingerprint are ``score``'s exactly.  A config
+    on a user market shown without ``--market`` is shown as configured (nothing to build on).
+    """
+    if config.market == "user" and args.market is None and args.split is None:
+        return Shown(config, "pass --market FILE to resolve the split and the fingerprint")
+    env = make_env(args, args.env_id, archive={"seed": "none"})
+    shown = env.config.replace(archive={"seed": config.archive["seed"]})
+    m = env.market
+    where = f"{args.market}, " if args.market is not None else ""
+    line = (f"{where}{len(m.tickers)} stocks, {m.dates[0]} .. {m.dates[-1]} ({len(m.dates)} "
+            f"sessions), data fingerprint {env.data_fingerprint[:16]}")
+    notes = tuple(n for n in env.notes if n != env.split_note)  # make_env printed the split's
+    return Shown(shown, line, shown.fingerprint(env.data_fingerprint, env.stress_digest),
+                 tuple(env.channels), notes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = EnvConfig.load(args.env_id)
     else:
         raise ValueError(f"unknown environment {args.env_id!r}; registered: {list_envs()}")
-    if args.market is not None or args.split is not None:  # the split this market would get
-        cfg = make_env(args, args.env_id, archive={"seed": "none"}).config
-    print(cfg.to_toml() if args.toml else env_summary(cfg), end="\n" if not args.toml else "")
+    shown = shown_env(args, cfg)
+    print(shown.config.to_toml() if args.toml else env_summary(shown.config, shown),
+          end="\n" if not args.toml else "")
     return 0

@@ -19,8 +19,9 @@ __all__ = ["add_holdout_args", "add_market_args", "make_env", "note", "parse_spl
            "read_market"]
 
 
-def add_market_args(p: argparse.ArgumentParser, *, market: bool = True) -> None:
-    """Add ``--market FILE``, ``--lenient``, ``--columns``, ``--adjust`` and ``--split``."""
+def add_market_args(p: argparse.ArgumentParser, *, market: bool = True, split: bool = True) -> None:
+    """Add ``--market FILE``, ``--lenient``, ``--columns``, ``--adjust`` and ``--split``
+    (``split=False``: a command whose own ``--split`` means something else)."""
     if market:
         p.add_argument("--market", default=None, metavar="FILE",
                        help="your own panel (CSV, CSV.GZ or Parquet; long or wide) instead of "
@@ -31,6 +32,8 @@ def add_market_args(p: argparse.ArgumentParser, *, market: bool = True) -> None:
                    help="map schema names to your columns, e.g. date=Date,ticker=Name")
     p.add_argument("--adjust", action="store_true",
                    help="apply the file's split/dividend columns to prices and volume")
+    if not split:
+        return
     p.add_argument("--split", default=None, metavar="KEYS",
                    help="a (partial) split, e.g. train_end=2019-12-31 (default: the last 252 "
                         "sessions of your market are the holdout)")

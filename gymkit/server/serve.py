@@ -60,9 +60,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def serve(settings: ServerSettings) -> None:
-    """Run the server in the foreground until SIGINT/SIGTERM (graceful)."""
-    server, pool = build_server(settings)
+def serve(settings: ServerSettings, env: Any = None) -> None:
+    """Run the server in the foreground until SIGINT/SIGTERM (graceful); ``env`` as in
+    :func:`build_server`."""
+    server, pool = build_server(settings, env)
     try:
         server.run()
     finally:
@@ -70,7 +71,9 @@ def serve(settings: ServerSettings) -> None:
 
 
 def configure_serve(p: argparse.ArgumentParser) -> None:
-    """Arguments of ``gymkit serve``."""
+    """Arguments of ``gymkit serve`` (the market's are the shared ``gymkit.cli.options``)."""
+    from gymkit.cli.options import add_market_args
+
     d = ServerSettings()
     p.add_argument("--host", default=d.host, help="bind address (default: loopback 127.0.0.1)")
     p.add_argument("--port", type=int, default=d.port, help=f"port (default {d.port})")
@@ -90,11 +93,14 @@ def configure_serve(p: argparse.ArgumentParser) -> None:
                    help="SQLite file of the novelty archive and the commit ledger, shared by "
                    "every server on this host that names it; ':memory:' keeps nothing "
                    "(default: $GYMKIT_ARCHIVE_DB or ~/.local/state/gymkit/archive.sqlite3)")
+    add_market_args(p)
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Handler of ``gymkit serve``."""
+    """Handler of ``gymkit serve``: the environment is built first, on ``--market FILE`` when
+    given, exactly as ``gymkit score`` builds it."""
     from gymkit.archive_db import default_db_path
+    from gymkit.cli.options import make_env
 
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     db = args.archive_db if args.archive_db is not None else str(default_db_path())
@@ -108,5 +114,5 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"gymkit serve: warning: binding {args.host} without a token (--token or "
               f"${TOKEN_ENV}): scoring is open to the network, commits are refused (403)",
               file=sys.stderr)
-    serve(settings)
+    serve(settings, make_env(args, args.env))
     return 0

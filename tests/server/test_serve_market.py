@@ -1,0 +1,75 @@
+"""``gymkit serve --market FILE`` as a user types it: the server scores on that market exactly
+as ``gymkit score --market FILE`` does (same card, same environment fingerprint)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pandas as pd
+import pytest
+
+from gymkit.cli import main
+from gymkit.data import default_market
+
+ANSWERS = ["rank(-ts_sum(returns, 5))", "-ts_corr(rank(close), rank(ts_delta(volume, 1)), 10)"]
+
+
+@pytest.fixture(scope="module")
+def market(tmp_path_factory):
+    """A plain OHLCV CSV of 8 embedded stocks over 700 sessions (no cap, no sector/industry)."""
+    m = default_market()
+    rows = [{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
+             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
+             "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
+    path = tmp_path_factory.mktemp("m") / "eight.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_market_scores_as_score_market(market, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(tmp_path / "cache"))  # inherited by the server
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "gymkit.cli", "serve", "--port", str(port),
+                             "--workers", "1", "--archive-db", ":memory:", "--market",
+                             str(market)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "gymkit serve --market did not become ready"
+            try:
+                if httpx.get(url + "/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        r = httpx.post(url + "/v1/score", timeout=120,
+                       json={"completions": [f"<alpha>{a}</alpha>" for a in ANSWERS]})
+        assert r.status_code == 200, r.text[:500]
+        served = [e["card"] for e in r.json()["cards"]]
+        info = httpx.get(url + "/v1/info", timeout=30).json()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert any(n.startswith("split adapted to the panel") for n in info["notes"])
+    for answer, card in zip(ANSWERS, served, strict=True):
+        assert main(["score", answer, "--market", str(market), "--json"]) == 0
+        cli_card = json.loads(capsys.readouterr().out)
+        assert card["env_fingerprint"] == cli_card["env_fingerprint"] == info["env_fingerprint"]
+        assert card["reward"] == cli_card["reward"] and card["channels"] == cli_card["channels"]
+        assert card == cli_card

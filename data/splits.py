@@ -74,7 +74,7 @@ def _to_session(d: np.ndarray, key: str, day: np.datetime64) -> np.datetime64:
 
 
 def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
-                  min_train: int = 0,
+                  min_train: int = 0, min_holdout: int = 1,
                   holdout_sessions: int = HOLDOUT_SESSIONS) -> tuple[Split, str]:
     """Complete ``partial`` (any subset of :data:`SPLIT_KEYS`) on the session ``dates``.
 
@@ -87,7 +87,7 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
     ``holdout_end``; ``train_end`` to the session before ``holdout_start``.  Returns the
     split and a one-line note (starting with :data:`SPLIT_NOTE`) naming both windows.
     Raises ``ValueError`` (one line) for unknown keys, bad dates, a holdout with no session
-    of the panel, or fewer than ``min_train`` train sessions.
+    of the panel or fewer than ``min_holdout``, or fewer than ``min_train`` train sessions.
     """
     given = dict(partial or {})
     bad = sorted(set(given) - set(SPLIT_KEYS))
@@ -124,9 +124,7 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
     if n_hold == 0:
         raise ValueError(f"split leaves the holdout empty: no session of the panel "
                          f"({d[0]}..{d[-1]}) lies in {hs}..{he}")
-    if n_train < min_train:
-        raise ValueError(f"split leaves {n_train} train sessions ({ts}..{te}); the train window "
-                         f"needs at least {min_train} (burn-in, CPCV blocks and the 2-day horizon)")
+    _check_counts(n_train, n_hold, f"{ts}..{te}", f"{hs}..{he}", min_train, min_holdout)
     how = (f"completed from {', '.join(k for k in SPLIT_KEYS if k in given)}" if given else
            f"no split given; rule: the last {holdout_sessions} sessions are the holdout, the "
            "train window everything before")
@@ -135,9 +133,21 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
     return split, note
 
 
-def check_split(split: Split, dates: np.ndarray, *, min_train: int = 0) -> None:
+def _check_counts(n_train: int, n_hold: int, train: str, hold: str, min_train: int,
+                  min_holdout: int) -> None:
+    """One-line ``ValueError`` when a window holds fewer sessions than it needs."""
+    if n_train < min_train:
+        raise ValueError(f"split leaves {n_train} train sessions ({train}); the train window "
+                         f"needs at least {min_train} (burn-in, CPCV blocks and the 2-day horizon)")
+    if n_hold < min_holdout:
+        raise ValueError(f"split leaves {n_hold} holdout sessions ({hold}); the holdout needs at "
+                         f"least {min_holdout} (the 2-day horizon and one judged day per CPCV "
+                         "block), or no holdout book can be scored")
+
+
+def check_split(split: Split, dates: np.ndarray, *, min_train: int = 0, min_holdout: int = 1) -> None:
     """Raise ``ValueError`` (one line) when ``split`` leaves the holdout of ``dates`` empty or
-    fewer than ``min_train`` train sessions."""
+    shorter than ``min_holdout`` sessions, or fewer than ``min_train`` train sessions."""
     d = np.asarray(dates).astype("datetime64[D]")
     n_hold = int(split.holdout_mask(d).sum())
     lo, hi = np.datetime64(split.train_start, "D"), np.datetime64(split.train_end, "D")
@@ -147,7 +157,5 @@ def check_split(split: Split, dates: np.ndarray, *, min_train: int = 0) -> None:
         raise ValueError(f"split leaves the holdout empty: no session of the panel ({span}) lies "
                          f"in {split.holdout_start}..{split.holdout_end}; give a split inside the "
                          "panel or none (the last 252 sessions become the holdout)")
-    if n_train < min_train:
-        raise ValueError(f"split leaves {n_train} train sessions ({split.train_start}.."
-                         f"{split.train_end}); the train window needs at least {min_train} "
-                         "(burn-in, CPCV blocks and the 2-day horizon)")
+    _check_counts(n_train, n_hold, f"{split.train_start}..{split.train_end}",
+                  f"{split.holdout_start}..{split.holdout_end}", min_train, min_holdout)

@@ -179,6 +179,12 @@ class EnvConfig:
         return self.burn_in + 2 + int(c["n_blocks"]) * block
 
     @property
+    def min_holdout_sessions(self) -> int:
+        """Fewest holdout sessions a holdout book can be scored on: the 2-day horizon and one
+        judged day per CPCV block (the holdout score's CPCV)."""
+        return 2 + int(self.cpcv["n_blocks"])
+
+    @property
     def channel_params(self) -> ChannelParams:
         """The thresholds as a :class:`ChannelParams`."""
         return ChannelParams.from_dict(self.thresholds)
@@ -300,9 +306,11 @@ def split_for_market(config: EnvConfig, dates: Any, split: dict[str, str] | None
     unchanged (e.g. the derived split of the default market is its registry split).
     """
     if split is None and not (user_market and config.split == _default_split()):
-        check_split(config.split_obj, dates, min_train=config.min_train_sessions)
+        check_split(config.split_obj, dates, min_train=config.min_train_sessions,
+                    min_holdout=config.min_holdout_sessions)
         return config, None
-    resolved, note = resolve_split(dates, split, min_train=config.min_train_sessions)
+    resolved, note = resolve_split(dates, split, min_train=config.min_train_sessions,
+                                   min_holdout=config.min_holdout_sessions)
     full = {k: getattr(resolved, k) for k in ("train_start", "train_end", "holdout_start",
                                               "holdout_end")}
     if full == config.split:

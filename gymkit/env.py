@@ -128,7 +128,8 @@ class Environment:
         self.data_fingerprint = self.market.fingerprint
         self.gymkit_version = __version__
         split = config.split_obj
-        check_split(split, self.market.dates, min_train=config.min_train_sessions)
+        check_split(split, self.market.dates, min_train=config.min_train_sessions,
+                    min_holdout=config.min_holdout_sessions)
         train = split.train(self.market)
         worlds, self.stress_digest, self._stress_problem = _stress_worlds(config, train)
         self.fingerprint = config.fingerprint(self.data_fingerprint, self.stress_digest)

@@ -1,0 +1,74 @@
+"""A split whose holdout cannot be judged is a one-line error when the environment is built,
+before any holdout look is claimed: a new user's ``gymkit book --window holdout --split
+train_end=...`` with a 3-session holdout used to fail *after* the ledger recorded the look, so
+the corrected command was refused as a second look at a holdout nobody had seen."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from gymkit.cli import main
+from gymkit.data import default_market
+from gymkit.data.splits import resolve_split
+
+T = 700
+
+
+@pytest.fixture(scope="module")
+def market(tmp_path_factory):
+    """A plain OHLCV CSV of 8 embedded stocks over 700 sessions."""
+    m = default_market()
+    rows = [{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
+             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
+             "volume": m.volume[t, j]} for t in range(T) for j in range(8)]
+    path = tmp_path_factory.mktemp("m") / "eight.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path, m.dates[:T]
+
+
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GYMKIT_HOLDOUT_LEDGER", str(tmp_path / "ledger.sqlite"))
+
+
+def _looks(tmp_path) -> int:
+    path = tmp_path / "ledger.sqlite"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        tables = [r[0] for r in db.execute("select name from sqlite_master where type='table'")]
+        return sum(db.execute(f"select count(*) from {t}").fetchone()[0] for t in tables)
+
+
+def test_a_holdout_too_short_to_judge_is_refused_before_any_look(market, tmp_path, capsys):
+    path, dates = market
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"completion": "<alpha>rank(-ts_sum(returns, 5))</alpha>"}\n')
+    argv = ["book", "--answers", str(answers), "--window", "holdout", "--market", str(path),
+            "--split", f"train_end={dates[T - 4]}"]
+    for _ in range(2):  # the same one-line error both times: nothing was claimed
+        assert main(argv) == 1
+        out, err = capsys.readouterr()
+        lines = [x for x in err.splitlines() if x.strip() and "note:" not in x]
+        assert len(lines) == 1, err
+        assert "split leaves 3 holdout sessions" in lines[0]
+        assert "the holdout needs at least 8" in lines[0]
+        assert "already" not in err
+    assert _looks(tmp_path) == 0
+    # eight sessions are enough: the holdout book is scored, once
+    argv[-1] = f"train_end={dates[T - 9]}"
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert _looks(tmp_path) >= 1
+
+
+def test_resolve_split_counts_holdout_sessions(market):
+    _, dates = market
+    split, note = resolve_split(dates, {"train_end": str(dates[T - 9])}, min_holdout=8)
+    assert "holdout" in note and split.holdout_start == str(dates[T - 8])
+    with pytest.raises(ValueError, match=r"^split leaves 7 holdout sessions .*at least 8"):
+        resolve_split(dates, {"train_end": str(dates[T - 8])}, min_holdout=8)

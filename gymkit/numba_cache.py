@@ -150,8 +150,12 @@ class _CompileNotice:
                        "a first run takes a minute or more\n")
 
     def end(self) -> None:
-        """The compilation begun last ends."""
+        """The compilation begun last ends; the outermost one wipes a redrawn status line, so
+        the command's own output never lands on it (it is redrawn at the next compile)."""
         self.depth = max(0, self.depth - 1)
+        if self.depth == 0 and self.drawn:
+            self.write(f"\r{'':<100}\r")
+            self.drawn = False
 
     def close(self) -> None:
         """End a redrawn line with a newline (at exit)."""

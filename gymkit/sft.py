@@ -18,8 +18,14 @@ from typing import Any
 __all__ = ["export_rows", "run_export_cli"]
 
 
-def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 0.0) -> list[dict[str, Any]]:
-    """Verified, de-duplicated SFT rows (module doc), in first-seen order of their forms."""
+def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 0.0,
+                counts: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Verified, de-duplicated SFT rows (module doc), in first-seen order of their forms.
+
+    ``counts``: when given, filled with how many answers were read and why each was left out
+    (``answers``, ``invalid``, ``below_threshold``, ``off_brief``, ``duplicate``, ``kept``)."""
+    tally = {"answers": len(answers), "invalid": 0, "below_threshold": 0, "off_brief": 0,
+             "duplicate": 0}
     from gymkit.dsl.operators import OPERATORS
     from gymkit.prompt import PROMPT_VERSION, chat_messages
 
@@ -32,11 +38,18 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
     for bid, comps in groups.items():
         brief = brief_text_of(bid)
         for card in env.score_group(comps, brief=brief):
-            if not card.valid or card.canonical is None or not card.reward >= threshold:
+            if not card.valid or card.canonical is None:
+                tally["invalid"] += 1
+                continue
+            if not card.reward >= threshold:
+                tally["below_threshold"] += 1
                 continue
             if brief is not None and card.channels.get("brief_compliance", 0.0) < 0.0:
+                tally["off_brief"] += 1
                 continue  # ignores its brief: not a verified answer to it
             prev = best.get(card.canonical)
+            if prev is not None:
+                tally["duplicate"] += 1
             if prev is not None and prev["reward"] >= card.reward:
                 continue
             msgs = chat_messages(brief, env.setup.fields, env.setup.levels, OPERATORS)
@@ -45,6 +58,8 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
                                     "canonical": card.canonical, "reward": card.reward,
                                     "card": card.to_dict(timings=False),
                                     "prompt_version": PROMPT_VERSION}
+    if counts is not None:
+        counts.update(tally, kept=len(best))
     return list(best.values())
 
 
@@ -63,13 +78,21 @@ def configure_cli(p: Any) -> None:
 def run_export_cli(args: Any) -> int:
     """Handler of ``gymkit export-sft``."""
     import json
+    import sys
 
     from .adapters.datasets import write_jsonl, write_parquet
     from .cli.options import make_env
     from .probe import read_answers
 
     env = make_env(args)
-    rows = export_rows(env, read_answers(args.answers), args.threshold)
+    counts: dict[str, int] = {}
+    rows = export_rows(env, read_answers(args.answers), args.threshold, counts)
+    why = (f"{counts['kept']} pairs kept of {counts['answers']} answers (invalid "
+           f"{counts['invalid']}, reward below {args.threshold:g} {counts['below_threshold']}, "
+           f"off their brief {counts['off_brief']}, duplicate forms {counts['duplicate']})")
+    if not rows:
+        raise ValueError(f"no answer passed, nothing written: {why}")
+    print(f"gymkit: note: export-sft: {why}", file=sys.stderr)
     if args.format == "parquet":
         if not args.out:
             raise ValueError("--format parquet needs --out FILE")

@@ -39,8 +39,12 @@ _WORKER_ENV: Any = None
 def _init_worker(config_toml: str, spec: MarketSpec, ready: Any,
                  split_note: str | None = None) -> None:
     global _WORKER_ENV
+    import warnings
+
+    from gymkit.data.loaders import DataWarning
     from gymkit.env import Environment
 
+    warnings.simplefilter("ignore", DataWarning)  # the parent reported the file's data notes once
     _WORKER_ENV = Environment(EnvConfig.from_toml(config_toml), load_market(spec),
                               split_note=split_note)
     ready.wait(timeout=600)  # every worker is built before any takes a task: all of them work

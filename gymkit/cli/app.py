@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
+from typing import Any
 
 from .errors import USER_ERRORS, UsageError, missing_dependency
 
@@ -164,6 +165,26 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(text).split()) or type(exc).__name__
 
 
+def _warnings_as_notes() -> None:
+    """Print each distinct warning once as a ``gymkit: note:`` line on stderr (a CLI user gets
+    no Python source lines); ``--debug`` or ``PYTHONWARNINGS`` keep Python's own format."""
+    import warnings
+
+    if os.environ.get("PYTHONWARNINGS"):
+        return
+    seen: set[str] = set()
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        text = " ".join(str(message).split())
+        if text in seen:
+            return
+        seen.add(text)
+        print(f"gymkit: note: {text}", file=sys.stderr if file is None else file)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gymkit`` console script; returns the process exit code (module doc)."""
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -181,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     name = f"gymkit {args.command}"
+    if not debug:
+        _warnings_as_notes()
     try:
         from gymkit.numba_cache import notify_compiles
 

@@ -87,3 +87,28 @@ def test_export_sft_filters_and_dedups(env) -> None:
     assert rows[0]["messages"][-1] == {"role": "assistant", "content": f"<alpha>{best.formula}</alpha>"}
     assert rows[0]["card"]["valid"] and "timings" not in rows[0]["card"]
     assert export_rows(env, [{"brief_id": "x", "completion": a}], threshold=1e9) == []
+
+
+def test_export_sft_counts_why_answers_were_left_out(env) -> None:
+    a = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"
+    b = "<alpha>rank(ts_std(volume, 9) / ts_std(close, 8))</alpha>"  # same bucketed form
+    counts: dict[str, int] = {}
+    export_rows(env, [{"brief_id": "x", "completion": c} for c in (a, b, "no tag")],
+                threshold=-1e9, counts=counts)
+    assert counts == {"answers": 3, "invalid": 1, "below_threshold": 0, "off_brief": 0,
+                      "duplicate": 1, "kept": 1}
+
+
+def test_export_sft_cli_refuses_to_write_nothing(tmp_path, capsys) -> None:
+    """A new user got a (0, 0) parquet and exit 0 when every answer failed: now a one-line
+    error with the counts, and no file."""
+    from gymkit.cli import main
+
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps({"brief_id": "x", "completion": "no tag"}) + "\n")
+    out = tmp_path / "sft.parquet"
+    assert main(["export-sft", "--answers", str(src), "--format", "parquet", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["gymkit export-sft: error: no answer passed, nothing written: 0 pairs kept of 1 "
+                   "answers (invalid 1, reward below 0 0, off their brief 0, duplicate forms 0)"]
+    assert not out.exists()

@@ -106,3 +106,31 @@ def test_the_cli_says_so_while_a_one_time_compile_runs(tmp_path: Path) -> None:
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
     assert "compiling Numba kernels once for this install" in runs[0].stderr
     assert "compiling" not in runs[1].stderr and runs[0].stdout == runs[1].stdout
+
+
+def test_the_terminal_status_line_is_wiped_when_compiling_pauses() -> None:
+    """On a terminal the status line is redrawn in place; when the outermost compilation ends it
+    is wiped, so a command's next line does not land on it (the demo's header did)."""
+    import io
+
+    from gymkit.numba_cache import _CompileNotice
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    notice = _CompileNotice(tty)
+    notice.start("outer")
+    notice.start("inner")  # nested: not drawn, not ended yet
+    notice.end()
+    assert notice.drawn
+    notice.end()
+    assert not notice.drawn
+    text = tty.getvalue()
+    last = text.rsplit("\r", 2)
+    assert text.endswith("\r") and last[-2].strip() == ""  # the line is blank again
+    tty.write("gymkit 0.2.1 demo\n")
+    assert tty.getvalue().splitlines()[-1].split("\r")[-1] == "gymkit 0.2.1 demo"
+    notice.close()
+    assert tty.getvalue().endswith("demo\n")  # nothing drawn: no extra newline at exit

@@ -8,6 +8,7 @@ inherit the variable.  Tests that need a fresh ledger set their own.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,28 @@ def _fit_tiny_warm_start(run, formulas, n_briefs: int, steps: int) -> None:
 def tiny_warm_start():
     """:func:`_fit_tiny_warm_start`: a tiny single-turn warm start for trainer tests."""
     return _fit_tiny_warm_start
+
+
+@pytest.fixture(scope="session")
+def eight_stock_csv(tmp_path_factory):
+    """``make(ticker_column="ticker") -> Path``: a user's plain OHLCV CSV of the first 8 embedded
+    stocks over 700 sessions (no cap, no sector or industry), its ticker column named as asked;
+    each file written once per session."""
+    import pandas as pd
+
+    from gymkit.data import default_market
+
+    made: dict[str, Path] = {}
+
+    def make(ticker_column: str = "ticker") -> Path:
+        if ticker_column not in made:
+            m = default_market()
+            rows = [{"date": str(m.dates[t]), ticker_column: m.tickers[j], "open": m.open[t, j],
+                     "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
+                     "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
+            path = tmp_path_factory.mktemp("market") / "eight.csv"
+            pd.DataFrame(rows).to_csv(path, index=False)
+            made[ticker_column] = path
+        return made[ticker_column]
+
+    return make

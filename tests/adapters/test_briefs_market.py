@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from gymkit.cli import main
-from gymkit.data import default_market
 
 OWN_VOCAB = "Fields: open high low close vwap returns volume. Group levels: none."
 DEFAULT_VOCAB = "Fields: open high low close vwap returns volume cap. Group levels: sector industry."
@@ -35,16 +34,9 @@ def _own_cache(cache_dir, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """A vendor-style OHLCV CSV (``Name`` tickers) of 8 embedded stocks over 700 sessions: no
-    cap, no sector or industry."""
-    m = default_market()
-    rows = [{"date": str(m.dates[t]), "Name": m.tickers[j], "open": m.open[t, j],
-             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
-             "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
-    path = tmp_path_factory.mktemp("m") / "eight.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
+def market(eight_stock_csv):
+    """A vendor-style CSV (``Name`` tickers) of 8 embedded stocks: no cap, sector or industry."""
+    return eight_stock_csv("Name")
 
 
 def _system(row: dict) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import pytest
 
 import gymkit
@@ -36,15 +35,8 @@ def _own_cache(cache_dir, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """A plain OHLCV CSV of 8 embedded stocks over 700 sessions (no cap, no sector/industry)."""
-    m = default_market()
-    rows = [{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
-             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
-             "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
-    path = tmp_path_factory.mktemp("m") / "eight.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
+def market(eight_stock_csv):
+    return eight_stock_csv()
 
 
 def test_the_shown_toml_round_trips_to_the_environment_score_uses(market, tmp_path, capsys):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import pandas as pd
 import pytest
 
 from gymkit.cli import main
@@ -18,15 +17,9 @@ T = 700
 
 
 @pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """A plain OHLCV CSV of 8 embedded stocks over 700 sessions."""
-    m = default_market()
-    rows = [{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
-             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
-             "volume": m.volume[t, j]} for t in range(T) for j in range(8)]
-    path = tmp_path_factory.mktemp("m") / "eight.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path, m.dates[:T]
+def market(eight_stock_csv):
+    """The 8-stock, 700-session user CSV and its session dates."""
+    return eight_stock_csv(), default_market().dates[:T]
 
 
 @pytest.fixture(autouse=True)

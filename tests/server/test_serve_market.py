@@ -12,25 +12,16 @@ import sys
 import time
 
 import httpx
-import pandas as pd
 import pytest
 
 from gymkit.cli import main
-from gymkit.data import default_market
 
 ANSWERS = ["rank(-ts_sum(returns, 5))", "-ts_corr(rank(close), rank(ts_delta(volume, 1)), 10)"]
 
 
 @pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """A plain OHLCV CSV of 8 embedded stocks over 700 sessions (no cap, no sector/industry)."""
-    m = default_market()
-    rows = [{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
-             "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
-             "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
-    path = tmp_path_factory.mktemp("m") / "eight.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    return path
+def market(eight_stock_csv):
+    return eight_stock_csv()
 
 
 def _free_port() -> int:

@@ -1,8 +1,13 @@
 """Every worked example of docs/trainers.md runs as written, through the trainer library's own code.
 
-Only the lines marked ``# knob`` are replaced (a tiny model built here instead of a hub model,
-a two-step budget, a fake OpenAI server on 127.0.0.1 instead of a real endpoint); the rest of
-each block is executed verbatim and its results are compared with ``env.score``.
+Each block is read from the markdown and executed verbatim but for the lines marked ``# knob``,
+which are replaced by test-only values that are about size or about reaching no network: a tiny
+model built here instead of a hub model (with its tokenizer and a generation bias toward
+whole-answer tokens, so an untrained one-layer model emits answers), a one-token, two-step
+budget, a smaller group, a fake OpenAI server on 127.0.0.1 instead of a real endpoint.  A knob
+never carries a setting a user would also need (device, precision, ...): those stay in the
+verbatim text, and :func:`run` refuses a knob that is not a ``# knob`` line of the example.
+Results are compared with ``env.score``.
 """
 
 from __future__ import annotations
@@ -61,15 +66,20 @@ def _bash_blocks() -> list[str]:
 def test_command_blocks_run_as_written(env, tmp_path) -> None:
     """Every ``gymkit`` command of the page's shell blocks, typed as written, in one directory.
 
-    The files they read are the user's (sampled answers, probe answers, rollouts): written here
-    in the documented row shapes; the holdout ledger is this test's own.
+    The files they read are the user's (sampled answers, probe answers, rollouts, a market
+    file): written here in the documented shapes; the holdout ledger is this test's own.
     """
     import json
     import os
     import subprocess
     import sys
 
-    from gymkit.briefs import generate_briefs, probe_briefs, split_briefs
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from gymkit.briefs import check_compliance, generate_briefs, probe_briefs, split_briefs
+    from gymkit.data import default_market
+    from gymkit.dsl.parser import parse
 
     lines = [ln for b in _bash_blocks() for ln in b.splitlines() if ln.strip()]
     assert lines and all(ln.startswith("gymkit ") for ln in lines), lines
@@ -83,8 +93,20 @@ def test_command_blocks_run_as_written(env, tmp_path) -> None:
                             for b in train for a in GROUP])
     write("probe_answers.jsonl", [{"checkpoint": "step-0", "brief_id": b.brief_id,
                                    "completion": GROUP[i]} for i, b in enumerate(probe)])
+    # rollouts as a policy writes them: mostly weak, one a verified answer to its brief (the
+    # planted volume effect, reward > 0.5, every facet of a train brief met), which the
+    # documented export keeps (export-sft refuses to write an empty file)
+    good = "rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))"
+    fits = next(b for b in split_briefs(generate_briefs(), "train")
+                if check_compliance(parse(good), b).score == 0.0)
     write("rollouts.jsonl", [{"brief_id": b.brief_id, "completion": GROUP[i]}
-                             for i, b in enumerate(probe)])
+                             for i, b in enumerate(probe)]
+          + [{"brief_id": fits.brief_id, "completion": f"<alpha>{good}</alpha>"}])
+    m = default_market()  # the user's own market: plain OHLCV, no cap, sector or industry
+    pd.DataFrame([{"date": str(m.dates[t]), "ticker": m.tickers[j], "open": m.open[t, j],
+                   "high": m.high[t, j], "low": m.low[t, j], "close": m.close[t, j],
+                   "volume": m.volume[t, j]} for t in range(700) for j in range(8)]
+                 ).to_csv(tmp_path / "prices.csv", index=False)
     shell = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
              "GYMKIT_HOLDOUT_LEDGER": str(tmp_path / "ledger.sqlite")}
     for line in lines:
@@ -93,12 +115,20 @@ def test_command_blocks_run_as_written(env, tmp_path) -> None:
         assert p.returncode == 0, f"docs/trainers.md: `{line}` exited {p.returncode}: " \
             f"{(p.stderr or p.stdout).strip()[-600:]}"
     count = {n: len((tmp_path / n).read_text().splitlines())
-             for n in ("train.jsonl", "probe.jsonl", "kept.jsonl")}
+             for n in ("train.jsonl", "probe.jsonl", "kept.jsonl", "my_train.jsonl")}
     solved = [sum(c.valid and c.reward > 0 for c in env.score_group(GROUP, brief=b.text))
               for b in train]  # the filter's rule: solved in some but not all tries
     kept = sum(0 < n < len(GROUP) for n in solved)
-    assert count == {"train.jsonl": 376, "probe.jsonl": 50, "kept.jsonl": kept}
-    assert (tmp_path / "train.parquet").stat().st_size and (tmp_path / "sft.parquet").exists()
+    assert count == {"train.jsonl": 376, "probe.jsonl": 50, "kept.jsonl": kept, "my_train.jsonl": 376}
+    # briefs on the user's market: its own vocabulary, and a data_source naming it
+    own = "Fields: open high low close vwap returns volume. Group levels: none."
+    mine = json.loads((tmp_path / "my_train.jsonl").read_text().splitlines()[0])
+    row = pq.read_table(tmp_path / "my_train.parquet").to_pylist()[0]
+    assert own in mine["prompt"][0]["content"] and own in row["prompt"][0]["content"]
+    assert row["data_source"] == f"gymkit/us46-default@{(tmp_path / 'prices.csv').resolve()}"
+    assert (tmp_path / "train.parquet").stat().st_size
+    sft = pq.read_table(tmp_path / "sft.parquet").to_pylist()
+    assert [(r["brief_id"], r["formula"]) for r in sft] == [(fits.brief_id, good)]
     assert any((tmp_path / "probe-results").iterdir())
 
 
@@ -143,8 +173,38 @@ def test_verifiers_example(env, monkeypatch) -> None:
         assert r["reward"] == card.reward
 
 
+def test_trl_example_configures_as_written(tmp_path, monkeypatch) -> None:
+    """The TRL block up to the trainer, with no line changed, builds its GRPOConfig here.
+
+    The user-facing failure this pins: TRL's GRPOConfig defaults to ``bf16=True``, which
+    refuses a machine without a GPU ("Your setup doesn't support bf16/gpu"); the example derives
+    ``bf16``/``use_cpu`` from the machine instead, so it runs as written on a CPU and still
+    trains in bf16 on a GPU that has it.  Nothing is downloaded: the model id is only read by
+    ``GRPOTrainer``."""
+    pytest.importorskip("trl")
+    import torch
+
+    source = example("trl")
+    head, sep, _ = source.partition("trainer = GRPOTrainer(")
+    assert sep, "the trl example no longer builds GRPOTrainer"
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {"__name__": "docs_example_trl_config"}
+    exec(compile(head, "docs/trainers.md:trl", "exec"), ns)  # our own doc, every line as written
+    cfg = ns["cfg"]
+    gpu = torch.cuda.is_available()
+    assert cfg.use_cpu is (not gpu)
+    assert cfg.bf16 is bool(gpu and torch.cuda.is_bf16_supported())
+    assert cfg.num_generations == ns["G"] == cfg.per_device_train_batch_size
+
+
 def test_trl_example_trains_and_logs_gymkit_metrics(env, tmp_path, monkeypatch) -> None:
-    """The documented GRPO configuration, two steps on a tiny from-config model, as written."""
+    """The documented GRPO configuration, two steps on a tiny from-config model, as written.
+
+    Knobs (test-only, about size): ``model``/``tokenizer`` = a one-layer Qwen2 built here and
+    its tokenizer; ``G`` = 4; ``extra`` = a one-token completion, ``max_steps=2`` and a
+    ``sequence_bias`` toward the whole-answer tokens (the untrained model's stand-in for a
+    policy that writes answers).  Device and precision come from the example's own lines: a knob
+    that set them would collide with its ``bf16=``/``use_cpu=`` arguments (a TypeError)."""
     pytest.importorskip("trl")
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -161,8 +221,7 @@ def test_trl_example_trains_and_logs_gymkit_metrics(env, tmp_path, monkeypatch) 
         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
     monkeypatch.chdir(tmp_path)
-    extra = ("{'max_completion_length': 1, 'max_steps': 2, 'use_cpu': True, 'bf16': False, "
-             "'save_strategy': 'no', 'seed': 0, 'generation_kwargs': {'sequence_bias': BIAS}}")
+    extra = "{'max_completion_length': 1, 'max_steps': 2, 'generation_kwargs': {'sequence_bias': BIAS}}"
     ns = run("trl", {"TINY": tiny, "TOK": tok, "BIAS": bias},
              model="TINY", tokenizer="TOK", G="4", extra=extra)
     trainer = ns["trainer"]

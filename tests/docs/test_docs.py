@@ -91,3 +91,20 @@ def test_readme_links_the_docs():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "(docs/README.md)" in readme and "(docs/dsl.md)" in readme
     assert os.path.isfile(REPO / "docs" / "README.md")
+
+
+def test_data_page_explains_the_warning_its_example_prints(tmp_path, monkeypatch):
+    """docs/data.md's own-market example reports an `unadjusted-split` warning on synthetic
+    data (an earnings gap, not a split); the page quotes that warning word for word, so the
+    explanation cannot drift from what a user sees."""
+    monkeypatch.chdir(tmp_path)
+    text = (DOCS / "data.md").read_text(encoding="utf-8")
+    namespace: dict = {"__name__": "__docs__"}
+    for block in _python_blocks(text)[:2]:
+        exec(compile(block, "docs/data.md", "exec"), namespace)
+    checks = namespace["checks"]
+    assert checks.warned == {"unadjusted-split": 2}
+    quoted = checks.warned_first["unadjusted-split"]
+    flat = " ".join(text.split())
+    assert f"`{quoted}`" in flat, quoted
+    assert "The synthetic market has no splits" in flat

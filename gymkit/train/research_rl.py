@@ -300,6 +300,7 @@ def episode_row(r: Rollout) -> dict[str, Any]:
 def group_advantages(env: Any, ros: Sequence[Rollout]) -> tuple[np.ndarray, Any]:
     """GDPO advantages of one group of episodes on the research reward's channels (module doc)."""
     from gymkit.advantages import gdpo_advantages
+    from gymkit.verifiers.channels import priority_sum
 
     prio = env.config.priorities
     names = [k for k in prio if any(k in r.ep.result.channels for r in ros)] or ["cpcv"]
@@ -308,8 +309,10 @@ def group_advantages(env: Any, ros: Sequence[Rollout]) -> tuple[np.ndarray, Any]
                  dtype=np.float64)
     p = np.array([prio.get(k, 0.0) for k in names] + [1.0], dtype=np.float64)
     valid = np.array([bool(r.ep.result.valid) for r in ros])
+    # guarded where the motif guard's cap bound: it fired and the research reward's channel sum
+    # was positive (the rule of gymkit.env.Environment.group_advantages)
     guarded = np.array([r.ep.final_card is not None and bool(r.ep.final_card.motif_capped)
-                        for r in ros])
+                        and priority_sum(r.ep.result.channels, prio) > 0.0 for r in ros])
     core = names.index("cpcv") if "cpcv" in names else 0
     return gdpo_advantages(x, p, valid, floor=env.config.advantage_floor, core=core,
                            guarded=guarded)

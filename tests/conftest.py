@@ -182,3 +182,29 @@ def eight_stock_csv(tmp_path_factory):
         return made[ticker_column]
 
     return make
+
+
+@pytest.fixture(scope="module")
+def _module_gymkit_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("gymkit-cache")
+
+
+@pytest.fixture
+def own_gymkit_cache(_module_gymkit_cache, monkeypatch) -> Path:
+    """``$GYMKIT_CACHE_DIR`` in a folder of the test module's own (seed archives and stress
+    worlds of its markets are cached there, not in ~/.cache); use with ``usefixtures``."""
+    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(_module_gymkit_cache))
+    return _module_gymkit_cache
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli(*argv) -> (exit code, stdout, stderr)`` of ``gymkit`` run in this process."""
+    from gymkit.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        rc = main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return run

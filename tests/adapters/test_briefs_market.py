@@ -10,27 +10,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from gymkit.cli import main
-
 OWN_VOCAB = "Fields: open high low close vwap returns volume. Group levels: none."
 DEFAULT_VOCAB = "Fields: open high low close vwap returns volume cap. Group levels: sector industry."
 
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(cache_dir, monkeypatch):
-    """Seed archives of these markets are cached here, not in ~/.cache."""
-    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("own_gymkit_cache")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +27,7 @@ def _system(row: dict) -> str:
     return row["prompt"][0]["content"]
 
 
-def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, capsys,
+def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, cli,
                                                              monkeypatch):
     from gymkit.adapters import verl as gverl
 
@@ -53,7 +37,7 @@ def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, 
     sources = []
     for cwd, ref in ((tmp_path / "sub", "../mine.toml"), (tmp_path, "mine.toml")):
         monkeypatch.chdir(cwd)
-        rc, _, _ = cli(capsys, "briefs", "--env", ref, "--split", "probe", "--format",
+        rc, _, _ = cli("briefs", "--env", ref, "--split", "probe", "--format",
                        "verl-parquet", "--out", "v.parquet")
         rows = pq.read_table(cwd / "v.parquet").to_pylist()
         assert rc == 0 and len(rows) == 50
@@ -67,32 +51,32 @@ def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, 
 
 
 def test_market_flag_gives_the_market_s_vocabulary_and_its_answers_are_valid(market, tmp_path,
-                                                                            capsys):
+                                                                            cli):
     renamed = tmp_path / "renamed.csv"
     pd.read_csv(market).rename(columns={"Name": "Instrument"}).to_csv(renamed, index=False)
-    rc, out, err = cli(capsys, "briefs", "--market", str(renamed), "--columns",
+    rc, out, err = cli("briefs", "--market", str(renamed), "--columns",
                        "ticker=Instrument", "--split", "probe")
     rows = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and len(rows) == 50 and all(OWN_VOCAB in _system(r) for r in rows)
     assert "split adapted to the panel" in err
-    rc, _, _ = cli(capsys, "briefs", "--market", str(market), "--split", "train", "--format",
+    rc, _, _ = cli("briefs", "--market", str(market), "--split", "train", "--format",
                    "verl-parquet", "--out", str(tmp_path / "t.parquet"))
     row = pq.read_table(tmp_path / "t.parquet").to_pylist()[0]
     assert rc == 0 and OWN_VOCAB in _system(row)
     assert row["data_source"] == f"gymkit/us46-default@{market.resolve()}"
     # every field the prompt names scores on that market; the default prompt's cap would not
     fields = OWN_VOCAB.split(". ")[0].removeprefix("Fields: ").split()
-    rc, out, _ = cli(capsys, "score", *(f"rank(-ts_delta({f}, 3) / ts_std({f}, 20))" for f in fields),
+    rc, out, _ = cli("score", *(f"rank(-ts_delta({f}, 3) / ts_std({f}, 20))" for f in fields),
                      "rank(cap)", "--market", str(market), "--json")
     cards = [json.loads(line) for line in out.splitlines()]
     assert rc == 0 and [c["valid"] for c in cards] == [True] * len(fields) + [False]
     assert cards[-1]["error"]["code"] == "field_unavailable"
 
 
-def test_the_default_vocabulary_and_data_source_are_unchanged(tmp_path, capsys):
-    rc, out, _ = cli(capsys, "briefs", "--split", "probe")
+def test_the_default_vocabulary_and_data_source_are_unchanged(tmp_path, cli):
+    rc, out, _ = cli("briefs", "--split", "probe")
     assert rc == 0 and DEFAULT_VOCAB in _system(json.loads(out.splitlines()[0]))
-    rc, _, _ = cli(capsys, "briefs", "--split", "probe", "--env", "us46-harsh", "--format",
+    rc, _, _ = cli("briefs", "--split", "probe", "--env", "us46-harsh", "--format",
                    "verl-parquet", "--out", str(tmp_path / "h.parquet"))
     row = pq.read_table(tmp_path / "h.parquet").to_pylist()[0]
     assert rc == 0 and row["data_source"] == "gymkit/us46-harsh" and DEFAULT_VOCAB in _system(row)

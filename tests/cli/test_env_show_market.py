@@ -9,7 +9,6 @@ import json
 import pytest
 
 import gymkit
-from gymkit.cli import main
 from gymkit.data import default_market
 
 GOOD = "rank(-ts_sum(returns, 5))"
@@ -17,21 +16,7 @@ DEFAULT_LINE = ("us46-default: 46 synthetic US stocks (embedded market), 12-chan
                 "train window only")
 
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(cache_dir, monkeypatch):
-    """Seed archives and stress worlds of these markets are cached here, not in ~/.cache."""
-    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("own_gymkit_cache")
 
 
 @pytest.fixture(scope="module")
@@ -39,19 +24,19 @@ def market(eight_stock_csv):
     return eight_stock_csv()
 
 
-def test_the_shown_toml_round_trips_to_the_environment_score_uses(market, tmp_path, capsys):
-    rc, toml, _ = cli(capsys, "env", "show", "us46-default", "--market", str(market), "--toml")
+def test_the_shown_toml_round_trips_to_the_environment_score_uses(market, tmp_path, cli):
+    rc, toml, _ = cli("env", "show", "us46-default", "--market", str(market), "--toml")
     assert rc == 0 and 'seed = "alpha101"' in toml
     shown = tmp_path / "shown.toml"
     shown.write_text(toml)
-    rc, out, _ = cli(capsys, "score", GOOD, "--market", str(market), "--json")
+    rc, out, _ = cli("score", GOOD, "--market", str(market), "--json")
     direct = json.loads(out)
-    rc2, out, _ = cli(capsys, "score", GOOD, "--env", str(shown), "--market", str(market), "--json")
+    rc2, out, _ = cli("score", GOOD, "--env", str(shown), "--market", str(market), "--json")
     again = json.loads(out)
     assert rc == rc2 == 0 and direct["valid"]
     assert again["env_fingerprint"] == direct["env_fingerprint"]
     assert again["channels"] == direct["channels"] and again["reward"] == direct["reward"]
-    rc, out, _ = cli(capsys, "env", "show", "us46-default", "--market", str(market))
+    rc, out, _ = cli("env", "show", "us46-default", "--market", str(market))
     assert rc == 0 and f"\n  fingerprint   {direct['env_fingerprint']}" in out
     assert "\n  archive       alpha101 seed, capacity 1024\n" in out
     assert f"\n  market        user: {market}, 8 stocks, " in out
@@ -60,29 +45,29 @@ def test_the_shown_toml_round_trips_to_the_environment_score_uses(market, tmp_pa
 
 
 def test_the_description_names_the_market_and_the_default_stays_byte_for_byte(market, tmp_path,
-                                                                               capsys):
-    rc, out, _ = cli(capsys, "env", "show", "us46-default", "--market", str(market))
+                                                                               cli):
+    rc, out, _ = cli("env", "show", "us46-default", "--market", str(market))
     assert rc == 0
     assert out.splitlines()[0] == ("us46-default: a user-supplied market, 12-channel reward, "
                                    "train window only")
     assert "embedded market" not in out
     mine = tmp_path / "mine.toml"
     mine.write_text(f'market = "{market}"\n')
-    rc, out, _ = cli(capsys, "env", "show", str(mine))
+    rc, out, _ = cli("env", "show", str(mine))
     assert rc == 0 and out.splitlines()[0] == (f"us46-default: the market file {market}, "
                                                "12-channel reward, train window only")
     assert "\n  split         train " + str(default_market().dates[0]) in out  # derived split
-    rc, out, _ = cli(capsys, "env", "show", "us46-default")
+    rc, out, _ = cli("env", "show", "us46-default")
     default = gymkit.registry.make("us46-default")
     assert rc == 0 and out.splitlines()[0] == DEFAULT_LINE
     assert out.rstrip().endswith(f"\n  fingerprint   {default.fingerprint}")
-    rc, out, _ = cli(capsys, "env", "show", "us46-default", "--toml")
+    rc, out, _ = cli("env", "show", "us46-default", "--toml")
     assert gymkit.EnvConfig.from_toml(out) == gymkit.registry.ENVIRONMENTS["us46-default"]
     assert f'description = "{DEFAULT_LINE.split(": ", 1)[1]}"' in out
 
 
-def test_the_tear_sheet_names_the_user_market(market, tmp_path, capsys):
-    rc, _, _ = cli(capsys, "report", GOOD, "--market", str(market), "--out", str(tmp_path / "r"),
+def test_the_tear_sheet_names_the_user_market(market, tmp_path, cli):
+    rc, _, _ = cli("report", GOOD, "--market", str(market), "--out", str(tmp_path / "r"),
                    "--no-timestamp")
     html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
     assert rc == 0 and "us46-default: a user-supplied market, 12-channel reward" in html

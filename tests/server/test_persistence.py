@@ -11,6 +11,7 @@ import sqlite3
 
 from gymkit.archive_db import ArchiveDB
 
+from .cli_server import free_port, start_serve, wait_ready
 from .conftest import running_server
 from .corpus import VALID
 
@@ -86,38 +87,8 @@ def test_commits_need_the_token_beyond_loopback(env) -> None:
         assert r.status_code == 200
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(db: str, port: int):
-    import subprocess
-    import sys
-
-    return subprocess.Popen([sys.executable, "-m", "gymkit.cli", "serve", "--port", str(port),
-                             "--workers", "1", "--archive-db", db],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _wait_up(proc, url: str) -> None:
-    import time
-
-    import httpx
-
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-        try:
-            if httpx.get(url + "/ready", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise AssertionError("gymkit serve did not become ready")
+    return start_serve(port, "--archive-db", db)
 
 
 def test_gymkit_serve_archive_db_survives_a_sigterm_restart(tmp_path) -> None:
@@ -127,13 +98,13 @@ def test_gymkit_serve_archive_db_survives_a_sigterm_restart(tmp_path) -> None:
 
     import httpx
 
-    db, port = str(tmp_path / "cli.sqlite3"), _free_port()
+    db, port = str(tmp_path / "cli.sqlite3"), free_port()
     url = f"http://127.0.0.1:{port}"
     state = first = None
     for round_ in range(2):
         proc = _serve(db, port)
         try:
-            _wait_up(proc, url)
+            wait_ready(proc, url)
             r = httpx.post(url + "/v1/archive/commit", timeout=60,
                            json={"request_id": "cli-1", "completions": VALID[:2]})
             assert r.status_code == 200

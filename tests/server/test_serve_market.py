@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
 from gymkit.cli import main
+
+from .cli_server import free_port, start_serve, wait_ready
 
 ANSWERS = ["rank(-ts_sum(returns, 5))", "-ts_corr(rank(close), rank(ts_delta(volume, 1)), 10)"]
 
@@ -24,31 +22,14 @@ def market(eight_stock_csv):
     return eight_stock_csv()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_market_scores_as_score_market(market, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("GYMKIT_CACHE_DIR", str(tmp_path / "cache"))  # inherited by the server
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "gymkit.cli", "serve", "--port", str(port),
-                             "--workers", "1", "--archive-db", ":memory:", "--market",
-                             str(market)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=os.environ.copy())
+    proc = start_serve(port, "--archive-db", ":memory:", "--market", str(market),
+                       env=os.environ.copy())
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "gymkit serve --market did not become ready"
-            try:
-                if httpx.get(url + "/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
+        wait_ready(proc, url)
         r = httpx.post(url + "/v1/score", timeout=120,
                        json={"completions": [f"<alpha>{a}</alpha>" for a in ANSWERS]})
         assert r.status_code == 200, r.text[:500]

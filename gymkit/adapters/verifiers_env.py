@@ -12,9 +12,9 @@ verifiers release chooses the API:
   reference answer), ``info = {"brief_id": ...}`` and no ``task`` column (0.2 routes by
   ``info['env_id']`` and rejects plain-string task routes) — with ``XMLParser(["alpha"])`` and a
   ``Rubric`` of ``gymkit_reward`` (weight 1: the card's scalar reward, passed through) plus
-  weight-0 monitors, one per active channel (raw value), ``gymkit_valid`` (1/0) and
-  ``gymkit_internal`` (1 when scoring raised).  A rollout's ``reward`` is therefore exactly
-  ``card.reward``.
+  weight-0 monitors, one per active channel (raw value), ``gymkit_valid`` (1/0),
+  ``gymkit_internal`` (1 when scoring raised) and ``gymkit_model_error`` (1 when the model call
+  failed).  A rollout's ``reward`` is therefore exactly ``card.reward``.
 * **verifiers >= 0.3** (the ``verifiers.v1`` Taskset/Task API of 0.4): see
   :mod:`gymkit.adapters.verifiers_v1` (``GymkitTaskset`` yielding one ``GymkitTask`` per brief,
   reward ``gymkit`` = ``card.reward``, metrics per channel).
@@ -24,6 +24,14 @@ score it once); R2 (group PBO) is therefore 0 here.  Completions are read from m
 and message objects alike (:func:`gymkit.adapters.common.completion_text`), never their repr.
 An internal error gives ``INTERNAL_REWARD`` (the lowest reward) on ``gymkit_reward``, 0.0 on the
 other functions, and ``gymkit_internal = 1``.
+
+A failed model call (verifiers 0.2 records it in ``state["error"]`` and stops the rollout with
+``stop_condition == "has_error"``: a provider error, a timeout, a malformed response) is not an
+answer, so gymkit does not score it: no card, ``gymkit_model_error = 1``, ``gymkit_valid = 0``,
+and ``INTERNAL_REWARD`` on ``gymkit_reward`` by the same rule as an internal error (a failure
+never outranks an answer, so nothing can raise a reward by making the call fail).  Filter such
+rollouts on ``error`` (or the monitor) before averaging or training.  verifiers 0.4 does not call
+the task's rewards on a failed rollout at all (``Rollout.close``), so the v1 path needs no rule.
 """
 
 from __future__ import annotations
@@ -55,8 +63,8 @@ def verifiers_api() -> str:
 class VerifiersChannel:
     """A verifiers 0.2 reward function ``f(completion, info, **kwargs) -> float`` (module doc).
 
-    ``channel``: ``'reward'`` (the card's scalar), an active channel name, ``'valid'`` or
-    ``'internal'``.
+    ``channel``: ``'reward'`` (the card's scalar), an active channel name, ``'valid'``,
+    ``'internal'`` or ``'model_error'``.
     """
 
     def __init__(self, env_id: str, channel: str) -> None:
@@ -67,6 +75,13 @@ class VerifiersChannel:
     def __call__(self, completion: Any = None, info: Any = None, **kwargs: Any) -> float:
         """The value of this rollout's answer (module doc); never raises."""
         brief_id = info.get("brief_id") if isinstance(info, dict) else None
+        state = kwargs.get("state")
+        if _model_failed(state):
+            if self.channel == "model_error":
+                return 1.0
+            return INTERNAL_REWARD if self.channel == "reward" else 0.0
+        if self.channel == "model_error":
+            return 0.0
         try:
             env = get_env(self.env_id)
             res = score_group_safe(env, [completion_text(completion)], brief_text_of(brief_id))[0]
@@ -84,6 +99,14 @@ class VerifiersChannel:
         return float(res.channels[self.channel])
 
 
+def _model_failed(state: Any) -> bool:
+    """True where verifiers recorded a failed model call for this rollout (module doc)."""
+    try:
+        return state is not None and state.get("error") is not None
+    except AttributeError:
+        return False
+
+
 def _legacy(env_id: str, split: str, n_briefs: int, brief_seed: int, **kwargs: Any) -> Any:
     from datasets import Dataset
 
@@ -93,7 +116,7 @@ def _legacy(env_id: str, split: str, n_briefs: int, brief_seed: int, **kwargs: A
     briefs = split_briefs(generate_briefs(n_briefs, brief_seed), split)
     rows = [{"prompt": r["prompt"], "answer": "", "info": {"brief_id": r["brief_id"]}}
             for r in brief_rows(briefs, env)]
-    names = ["reward", *env.channels, "valid", "internal"]
+    names = ["reward", *env.channels, "valid", "internal", "model_error"]
     funcs = [VerifiersChannel(env_id, c) for c in names]
     weights = [1.0] + [0.0] * (len(names) - 1)
     parser = vf.XMLParser(["alpha"])

@@ -5,8 +5,9 @@ next canned answer, in request order, cycling; with ``"stream": true`` the same 
 OpenAI's server-sent events: ``chat.completion.chunk`` deltas, a ``finish_reason`` chunk, a usage
 chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``) so a trainer
 library's own client and rollout code run unchanged; every request body is kept in
-``requests``.  Bounded: it serves only this
-process's test requests and stops with :meth:`close`.
+``requests``.  A canned answer equal to :data:`FAIL` is served as an HTTP 500 with an OpenAI
+error body instead (a provider failure).  Bounded: it serves only this process's test requests
+and stops with :meth:`close`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import threading
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+#: A canned "answer" that makes the server fail that request with HTTP 500 (a provider error).
+FAIL = "\x00fake-openai: fail this request\x00"
 
 
 class FakeOpenAI:
@@ -40,6 +44,15 @@ class FakeOpenAI:
                     text = fake.answers[i % len(fake.answers)]
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
+                    return
+                if text == FAIL:
+                    err = json.dumps({"error": {"message": "the provider failed", "code": 500,
+                                                "type": "server_error"}}).encode()
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    self.wfile.write(err)
                     return
                 if body.get("stream"):
                     self._stream(i, body, text)

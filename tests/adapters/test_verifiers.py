@@ -14,7 +14,7 @@ import pytest
 from gymkit.adapters.common import brief_text_of, completion_text
 
 from .conftest import GROUP, VALID, real_verifiers
-from .fake_openai import FakeOpenAI
+from .fake_openai import FAIL, FakeOpenAI
 
 vf = real_verifiers()
 from gymkit.adapters import common  # noqa: E402
@@ -81,3 +81,36 @@ def test_internal_error_is_flagged(venv, env, fake, monkeypatch) -> None:
     out = venv.evaluate_sync(client=client, model="fake", num_examples=1, rollouts_per_example=1)
     (r,) = out["outputs"]
     assert r["reward"] == common.INTERNAL_REWARD and r["metrics"]["gymkit_internal"] == 1.0
+
+
+def test_failed_model_call_is_not_scored_as_an_answer(venv, env, monkeypatch) -> None:
+    """A provider error (HTTP 500) is flagged gymkit_model_error, never scored as a missing tag.
+
+    verifiers 0.2 records the failure in the rollout's ``error`` and still runs the rubric; the
+    old adapter scored the empty completion, so the failure read as the policy's invalid answer.
+    """
+    monkeypatch.setenv("GYMKIT_FAKE_KEY", "not-a-key")
+    calls = []
+    real = env.score_group
+    monkeypatch.setattr(env, "score_group",
+                        lambda c, brief=None: calls.append(c) or real(c, brief=brief))
+    server = FakeOpenAI([FAIL, GROUP[0]])
+    try:
+        client = vf.ClientConfig(api_base_url=server.url, api_key_var="GYMKIT_FAKE_KEY",
+                                 max_retries=0)
+        out = venv.evaluate_sync(client=client, model="fake", num_examples=1,
+                                 rollouts_per_example=2, max_concurrent=1)
+    finally:
+        server.close()
+    rows = out["outputs"]
+    failed = [r for r in rows if r.get("error")]
+    answered = [r for r in rows if not r.get("error")]
+    assert len(failed) == 1 and len(answered) == 1, [r.get("error") for r in rows]
+    (f,), (a,) = failed, answered
+    assert f["metrics"]["gymkit_model_error"] == 1.0
+    assert f["metrics"]["gymkit_valid"] == 0.0 and f["metrics"]["gymkit_internal"] == 0.0
+    assert f["reward"] == common.INTERNAL_REWARD
+    assert all(f["metrics"][f"gymkit_{c}"] == 0.0 for c in env.channels)
+    card = env.score_group([GROUP[0]], brief=brief_text_of(a["info"]["brief_id"]))[0]
+    assert a["metrics"]["gymkit_model_error"] == 0.0 and a["reward"] == card.reward
+    assert [GROUP[0]] in calls and all(c != [""] for c in calls)  # the failure was never scored

@@ -53,7 +53,8 @@ SPLIT_KEYS: tuple[str, ...] = ("train_start", "train_end", "holdout_start", "hol
 SPLIT_NOTE = "split adapted to the panel"
 
 
-def _as_day(key: str, value: object) -> np.datetime64:
+def split_day(key: str, value: object) -> np.datetime64:
+    """``value`` as a day; ``ValueError`` (one line, naming ``key``) when it is not a date."""
     try:
         day = np.datetime64(str(value).strip(), "D")
     except ValueError:
@@ -96,7 +97,7 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
     d = np.unique(np.asarray(dates).astype("datetime64[D]"))
     if d.size == 0:
         raise ValueError("cannot resolve a split on a panel with no sessions")
-    day = {k: _to_session(d, k, _as_day(k, v)) for k, v in given.items()}
+    day = {k: _to_session(d, k, split_day(k, v)) for k, v in given.items()}
     he = day.get("holdout_end", d[-1])
     e = int(np.searchsorted(d, he, "right")) - 1
     if "holdout_start" in day:

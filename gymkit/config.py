@@ -15,7 +15,8 @@ advantage floor.  Schema (TOML; every key optional when read, defaults = ``us46-
     stress_worlds = "default"        # "default" = the shipped JEPA worlds (gymkit.jepa), a
                                      # manifest path, or "" = none (R3 cannot be active)
 
-    [split]        train_start, train_end, holdout_start, holdout_end   (ISO dates)
+    [split]        train_start, train_end, holdout_start, holdout_end   (ISO dates; any subset:
+                   the rest is completed on the market by the split rule, as --split is)
     [train_costs]  name = "train", fee_bps, slippage_bps, half_spread_bps, fixed_impact_bps
     [holdout_costs] name = "realistic", ...                  (holdout protocol, never scoring)
     [cpcv]         n_blocks, n_test_blocks, purge, embargo
@@ -44,7 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gymkit.data.splits import DEFAULT_SPLIT, Split, check_split, resolve_split
+from gymkit.data.splits import (
+    DEFAULT_SPLIT,
+    SPLIT_KEYS,
+    Split,
+    check_split,
+    resolve_split,
+    split_day,
+)
 from gymkit.verifiers.channels import (
     CHANNEL_NAMES,
     CHANNEL_TABLE_VERSION,
@@ -123,8 +131,17 @@ class EnvConfig:
             if channel(n).needs == "stress_worlds" and not self.stress_worlds:
                 raise ValueError(f"channel {n} needs stress worlds (config stress_worlds); none "
                                  "configured: drop it from channels")
-        split = {**_default_split(), **dict(self.split)}
-        Split(**split)
+        split = dict(self.split)
+        bad = sorted(set(split) - set(SPLIT_KEYS))
+        if bad:
+            raise ValueError(f"unknown split key(s) {bad}; expected some of {list(SPLIT_KEYS)}")
+        split = {k: str(v) for k, v in split.items()}  # a TOML date literal reads as a date
+        if split and len(split) < len(SPLIT_KEYS):  # partial: completed on the market (make)
+            for k, v in split.items():
+                split_day(k, v)
+        else:
+            split = {**_default_split(), **split}
+            Split(**split)
         set_(self, "split", split)
         for key in ("train_costs", "holdout_costs"):
             set_(self, key, cost_model_from_dict(dict(getattr(self, key))).to_dict())
@@ -166,8 +183,17 @@ class EnvConfig:
 
     # ------------------------------------------------------------------ views
     @property
+    def split_partial(self) -> bool:
+        """True while the split names only some of its four dates (completed on the market by
+        :func:`split_for_market`, which every environment build runs)."""
+        return len(self.split) < len(SPLIT_KEYS)
+
+    @property
     def split_obj(self) -> Split:
-        """The :class:`gymkit.data.Split` of the config."""
+        """The :class:`gymkit.data.Split` of the config (``ValueError`` while it is partial)."""
+        if self.split_partial:
+            raise ValueError(f"the split {self.split} is partial: it is completed on a market "
+                             "(gymkit.make, or gymkit.config.split_for_market)")
         return Split(**self.split)
 
     @property
@@ -218,14 +244,17 @@ class EnvConfig:
         return cls(**kw)
 
     def replace(self, **overrides: Any) -> EnvConfig:
-        """A copy with ``overrides``; dict-valued fields are merged key by key."""
+        """A copy with ``overrides``; dict-valued fields are merged key by key, except ``split``,
+        which is replaced whole (a partial split is completed on the market, never mixed with the
+        dates it replaces)."""
         kw: dict[str, Any] = {}
         known = {f.name for f in dataclasses.fields(self)}
         for k, v in overrides.items():
             if k not in known:
                 raise ValueError(f"unknown environment config key {k!r}; expected one of {sorted(known)}")
             cur = getattr(self, k)
-            kw[k] = {**cur, **v} if isinstance(cur, dict) and isinstance(v, dict) else v
+            merge = isinstance(cur, dict) and isinstance(v, dict) and k != "split"
+            kw[k] = {**cur, **v} if merge else v
         return dataclasses.replace(self, **kw)
 
     def canonical_json(self) -> str:
@@ -299,12 +328,15 @@ def split_for_market(config: EnvConfig, dates: Any, split: dict[str, str] | None
 
     One rule for ``make``, ``audit``, ``probe``, ``book`` and ``report``
     (:func:`gymkit.data.splits.resolve_split`): a given (possibly partial) ``split`` is
-    completed on ``dates``; with none, a user market whose config still carries the
+    completed on ``dates``, and so is a partial split of the config itself (the given
+    ``split`` overriding it key by key); with none, a user market whose config still carries the
     registry's default split gets the derived split (last 252 sessions held out); any
     other split is kept and checked.  Raises ``ValueError`` (one line) when the result has
     an empty holdout or too short a train window.  The note is None when the split is
     unchanged (e.g. the derived split of the default market is its registry split).
     """
+    if config.split_partial:  # a partial [split] of a TOML or EnvConfig: the override wins
+        split = {**config.split, **(split or {})}
     if split is None and not (user_market and config.split == _default_split()):
         check_split(config.split_obj, dates, min_train=config.min_train_sessions,
                     min_holdout=config.min_holdout_sessions)

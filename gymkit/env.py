@@ -127,6 +127,11 @@ class Environment:
         self.market = resolve_market(config, market)
         self.data_fingerprint = self.market.fingerprint
         self.gymkit_version = __version__
+        if config.split_partial:  # an EnvConfig built by hand: the one split rule completes it
+            from gymkit.config import split_for_market
+
+            config, split_note = split_for_market(config, self.market.dates)
+            self.config = config
         split = config.split_obj
         check_split(split, self.market.dates, min_train=config.min_train_sessions,
                     min_holdout=config.min_holdout_sessions)

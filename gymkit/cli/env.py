@@ -32,6 +32,15 @@ class Shown(NamedTuple):
     notes: tuple[str, ...] = ()  # the environment's notes (inactive channels, derived split)
 
 
+def _split_line(s: dict[str, str]) -> str:
+    """The split as shown; a partial one names its given dates and what completes the rest."""
+    if len(s) < 4:
+        given = ", ".join(f"{k}={v}" for k, v in s.items())
+        return f"partial ({given}): the rest is completed on the market (pass --market)"
+    return (f"train {s['train_start']} .. {s['train_end']}, holdout {s['holdout_start']} .. "
+            f"{s['holdout_end']}")
+
+
 def env_summary(config: Any, shown: Shown | None = None) -> str:
     """A readable multi-line summary of an EnvConfig (no market loading); ``shown`` adds what
     building it told (:func:`shown_env`)."""
@@ -42,8 +51,7 @@ def env_summary(config: Any, shown: Shown | None = None) -> str:
     s, c = config.split, config.cpcv
     lines = [f"{config.env_id}: {config.description}",
              f"  market        {config.market}" + (f": {shown.market}" if shown.market else ""),
-             f"  split         train {s['train_start']} .. {s['train_end']}, holdout "
-             f"{s['holdout_start']} .. {s['holdout_end']}; burn-in {config.burn_in} sessions",
+             f"  split         {_split_line(s)}; burn-in {config.burn_in} sessions",
              f"  train costs   {json.dumps(config.train_costs, sort_keys=True)}",
              f"  holdout costs {json.dumps(config.holdout_costs, sort_keys=True)} (report/probe only)",
              f"  cpcv          {c['n_blocks']} blocks, {c['n_test_blocks']} test blocks, purge "

@@ -105,6 +105,39 @@ def test_partial_splits_resolve_the_same_in_make_and_audit(keys: set, days: list
         return
     target = build_target(config=cfg, market=LATE, split=partial)
     assert target.config.split == made.split
+    # the same partial split written in the config (a TOML's [split] table) resolves the same
+    in_config = EnvConfig.from_toml(cfg.replace(split=partial).to_toml())
+    assert split_for_market(in_config, LATE.dates)[0].split == made.split
     hold = made.split_obj.holdout_mask(LATE.dates)
     assert hold.any() and made.split_obj.train(LATE).T >= cfg.min_train_sessions
     assert np.all(LATE.dates[hold] > np.datetime64(made.split["train_end"]))
+
+
+def test_a_partial_split_in_a_toml_is_completed_on_the_market(tmp_path, cli) -> None:
+    """A TOML whose [split] names only train_end gets the environment ``--split train_end=``
+    gives (same split, same fingerprint), not the registry's dates for the rest: before, the
+    missing keys were filled from the default split and ``train_end=2024-12-28`` left the
+    sessions 2024-12-30..2025-08-20 in neither window, silently."""
+    cfg = EnvConfig(split={"train_end": "2024-12-28"})
+    assert cfg.split == {"train_end": "2024-12-28"} and cfg.split_partial
+    assert EnvConfig.from_toml(cfg.to_toml()) == cfg
+    with pytest.raises(ValueError, match="is partial: it is completed on a market"):
+        _ = cfg.split_obj
+    path = tmp_path / "partial.toml"
+    cfg.save(path)
+    env = gymkit.make(path, archive={"seed": "none"})
+    flag = gymkit.make("us46-default", split={"train_end": "2024-12-28"}, archive={"seed": "none"})
+    assert env.config.split == flag.config.split == {
+        "train_start": "2012-06-29", "train_end": "2024-12-27",
+        "holdout_start": "2024-12-30", "holdout_end": "2026-08-21"}
+    assert env.fingerprint == flag.fingerprint and env.notes[0] == flag.notes[0]
+    by_hand = gymkit.Environment(cfg.replace(archive={"seed": "none"}), MARKET)
+    assert by_hand.config.split == env.config.split
+    shown = [cli("env", "show", str(path)), cli("env", "show", "us46-default", "--split",
+                                                 "train_end=2024-12-28")]
+    assert [rc for rc, _, _ in shown] == [0, 0]
+    lines = [[ln for ln in out.splitlines() if ln.lstrip().startswith(("split ", "fingerprint"))]
+             for _, out, _ in shown]
+    assert lines[0] == lines[1] and "holdout 2024-12-30 .. 2026-08-21" in lines[0][0]
+    with pytest.raises(ValueError, match=r"^split train_end = '2024-13-28' is not a date"):
+        EnvConfig(split={"train_end": "2024-13-28"})

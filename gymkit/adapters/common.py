@@ -29,12 +29,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from gymkit.verifiers.channels import INVALID_REWARDS
 
 __all__ = ["INTERNAL_REWARD", "MEMO_SIZE", "InternalResult", "brief_text_of", "clear_memo",
-           "completion_text", "get_env", "group_keys", "score_group_safe", "score_rows"]
+           "completion_text", "get_env", "group_keys", "parse_env_ref", "score_group_safe", "score_rows"]
 
 #: The scalar reward of an internal scoring error: the table's lowest (module doc).
 INTERNAL_REWARD: float = min(INVALID_REWARDS.values())
@@ -46,13 +47,50 @@ _ENVS: dict[str, Any] = {}
 _MEMO: OrderedDict[str, list[Any]] = OrderedDict()
 
 
+def parse_env_ref(ref: str) -> tuple[str, str | None]:
+    """``(environment, market file or None)`` named by ``ref``: a registered id or a ``.toml``
+    path, optionally followed by ``@<market file>`` (the form ``gymkit briefs --market`` writes,
+    :func:`gymkit.adapters.datasets.env_ref`).  ``ValueError`` (one line) for anything else."""
+    from gymkit.registry import ENVIRONMENTS, list_envs
+
+    def is_env(s: str) -> bool:
+        return s in ENVIRONMENTS or (s.endswith(".toml") and Path(s).is_file())
+
+    if isinstance(ref, str):
+        if is_env(ref):
+            return ref, None
+        at = ref.find("@")
+        while at >= 0:  # the first '@' after which an environment and a file both exist
+            env, market = ref[:at], ref[at + 1:]
+            if is_env(env) and Path(market).is_file():
+                return env, market
+            at = ref.find("@", at + 1)
+    raise ValueError(f"unknown environment {ref!r}: expected a registered id {list_envs()} or an "
+                     "existing .toml, optionally followed by @<existing market file>")
+
+
 def get_env(env_id: str) -> Any:
-    """The process's :class:`~gymkit.env.Environment` for ``env_id`` (built once, then reused)."""
+    """The process's :class:`~gymkit.env.Environment` for ``env_id`` (built once, then reused):
+    any reference :func:`parse_env_ref` reads; a market file is loaded strictly (a file that
+    needs ``--lenient``, ``--columns`` or ``--adjust``: write it once with ``gymkit market
+    clean IN OUT`` and name OUT)."""
     env = _ENVS.get(env_id)
     if env is None:
         from gymkit.registry import make
 
-        env = _ENVS[env_id] = make(env_id)
+        name, market = parse_env_ref(env_id)
+        if market is None:
+            env = make(name)
+        else:
+            from gymkit.data.loaders import load_panel
+
+            try:
+                panel = load_panel(market)
+            except ValueError as exc:
+                raise ValueError(f"{exc} (environment {env_id!r} loads its market strictly: "
+                                 f"run 'gymkit market clean {market} OUT' and name OUT)") from None
+            env = make(name, market=panel)
+        _ENVS[env_id] = env
     return env
 
 

@@ -12,8 +12,10 @@ panel), otherwise from the embedded default market's panel, without building an 
 ``gymkit briefs --env X [--market FILE]`` writes the vocabulary of X's market (or of FILE);
 ``data_source`` names the environment stably: ``gymkit/<id>`` for a registered id,
 ``gymkit/<absolute .toml path>`` for a config file, with ``@<absolute market path>`` appended
-under ``--market``.  Only ``gymkit/<registered id>`` is scored by :mod:`gymkit.adapters.verl`;
-the other forms are refused there by name, never scored on another environment's market.
+under ``--market``.  :mod:`gymkit.adapters.verl` scores every form on the environment and market
+it names (:func:`gymkit.adapters.common.parse_env_ref`); the market file is loaded strictly there,
+so a file that needed ``--lenient``/``--columns``/``--adjust`` is named after ``gymkit market
+clean`` has written it once (``briefs`` says so).
 """
 
 from __future__ import annotations
@@ -137,6 +139,12 @@ def run_briefs_cli(args: Any) -> int:
     if args.format == "verl-parquet":
         if not args.out:
             raise ValueError("--format verl-parquet needs --out FILE")
+        if args.market is not None and (args.lenient or args.columns or args.adjust):
+            from gymkit.cli.options import note
+
+            note(f"verl's reward function loads {args.market} strictly from each row's "
+                 "data_source, without --lenient/--columns/--adjust: write it once with 'gymkit "
+                 f"market clean {args.market} OUT' (same options) and run briefs on OUT")
         write_parquet(verl_rows(briefs, env_ref(args.env, args.market), env), args.out)
     else:
         write_jsonl(brief_rows(briefs, env), args.out)

@@ -18,7 +18,11 @@ the card's penalties/zeros).  ``ground_truth`` is the ``brief_id`` (``gymkit bri
 verl-parquet`` puts it there and in ``extra_info``), used only to recover the brief text.
 
 ``data_source`` names the environment: ``"gymkit/<env_id>"`` (``"gymkit"`` alone =
-us46-default).  Any other data source — a typo, or another task's rows routed here — raises a
+us46-default), ``"gymkit/<absolute .toml path>"``, and either with ``@<absolute market path>``
+appended — the forms ``gymkit briefs [--env X] --market FILE --format verl-parquet`` writes
+(:func:`gymkit.adapters.common.parse_env_ref`; the files must exist on the reward worker, and the
+market loads strictly: a file that fails strict loading is a one-line ``ValueError`` naming
+``gymkit market clean``).  Any other data source — a typo, or another task's rows routed here — raises a
 one-line ``ValueError`` naming it and the sample index: it is a configuration error, never a
 silent 0 and never scored as an alpha.  Answers themselves never raise.
 """
@@ -28,7 +32,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gymkit.adapters.common import INTERNAL_REWARD, InternalResult, get_env, score_rows
+from gymkit.adapters.common import (
+    INTERNAL_REWARD,
+    InternalResult,
+    get_env,
+    parse_env_ref,
+    score_rows,
+)
 
 __all__ = ["DATA_SOURCE", "compute_score", "compute_score_batch", "env_id_of"]
 
@@ -37,17 +47,21 @@ DATA_SOURCE = "gymkit/us46-default"
 
 
 def env_id_of(data_source: Any, where: str = "data_source") -> str:
-    """Environment id named by ``data_source``; raises ValueError for anything not gymkit's."""
+    """Environment reference named by ``data_source`` (module doc); raises ValueError for
+    anything not gymkit's."""
     from gymkit.registry import list_envs
 
-    envs = list_envs()
     if data_source == "gymkit":
         return "us46-default"
-    if isinstance(data_source, str) and data_source.startswith("gymkit/") \
-            and data_source[7:] in envs:
-        return data_source[7:]
-    raise ValueError(f"{where}: unknown data_source {data_source!r}; gymkit scores only "
-                     f"{['gymkit/' + e for e in envs]} (route other data sources to their own "
+    if isinstance(data_source, str) and data_source.startswith("gymkit/"):
+        try:
+            parse_env_ref(data_source[7:])
+            return data_source[7:]
+        except ValueError:
+            pass
+    raise ValueError(f"{where}: unknown data_source {data_source!r}; gymkit scores "
+                     f"{['gymkit/' + e for e in list_envs()]}, gymkit/<existing .toml> and either "
+                     "followed by @<existing market file> (route other data sources to their own "
                      "reward function)")
 
 
@@ -80,9 +94,15 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
     by_env: dict[str, list[int]] = {}
     for i, env_id in enumerate(env_ids):
         by_env.setdefault(env_id, []).append(i)
+    envs = {}
+    for env_id, idx in by_env.items():  # a market that fails to load is a configuration error
+        try:
+            envs[env_id] = get_env(env_id)
+        except ValueError as exc:
+            raise ValueError(f"sample {idx[0]}: data_source 'gymkit/{env_id}': {exc}") from None
     for env_id, idx in by_env.items():
         try:
-            env = get_env(env_id)
+            env = envs[env_id]
             channels = env.channels
             res = score_rows(env, [ids[i] or "" for i in idx], [solution_strs[i] for i in idx],
                              [ids[i] or "" for i in idx])

@@ -10,6 +10,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import gymkit
+
 OWN_VOCAB = "Fields: open high low close vwap returns volume. Group levels: none."
 DEFAULT_VOCAB = "Fields: open high low close vwap returns volume cap. Group levels: sector industry."
 
@@ -44,10 +46,12 @@ def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, 
         assert all(OWN_VOCAB in _system(r) for r in rows), _system(rows[0])[:400]
         sources.append({r["data_source"] for r in rows})
     assert sources[0] == sources[1] == {f"gymkit/{mine.resolve()}"}
-    # verl's reward function scores registered ids only: it refuses this one by name, never
-    # scoring it on the default market
-    with pytest.raises(ValueError, match="unknown data_source"):
-        gverl.compute_score(sources[0].pop(), "<alpha>rank(-returns)</alpha>", "", {})
+    # verl's reward function scores the row on the TOML's own market (before: refused by name)
+    answer = "<alpha>rank(-ts_delta(close, 3))</alpha>"
+    got = gverl.compute_score(sources[0].pop(), answer, "", {})
+    card = gymkit.make(mine).score_group([answer])[0]
+    assert card.valid and got["score"] == card.reward and got["internal_error"] == 0.0
+    assert gymkit.make(mine).market.fingerprint != gymkit.make("us46-default").market.fingerprint
 
 
 def test_market_flag_gives_the_market_s_vocabulary_and_its_answers_are_valid(market, tmp_path,
@@ -64,6 +68,17 @@ def test_market_flag_gives_the_market_s_vocabulary_and_its_answers_are_valid(mar
     row = pq.read_table(tmp_path / "t.parquet").to_pylist()[0]
     assert rc == 0 and OWN_VOCAB in _system(row)
     assert row["data_source"] == f"gymkit/us46-default@{market.resolve()}"
+    # briefs written with loader options say that verl will load the file strictly
+    rc, _, err = cli("briefs", "--market", str(renamed), "--columns", "ticker=Instrument",
+                     "--split", "train", "--format", "verl-parquet", "--out",
+                     str(tmp_path / "r.parquet"))
+    assert rc == 0 and f"'gymkit market clean {renamed} OUT'" in err
+    from gymkit.adapters import verl as gverl
+
+    source = pq.read_table(tmp_path / "r.parquet").to_pylist()[0]["data_source"]
+    with pytest.raises(ValueError, match=r"^sample 0: data_source 'gymkit/us46-default@.*"
+                                         r"renamed\.csv'.*gymkit market clean"):
+        gverl.compute_score(source, "<alpha>rank(-returns)</alpha>", "", {})
     # every field the prompt names scores on that market; the default prompt's cap would not
     fields = OWN_VOCAB.split(". ")[0].removeprefix("Fields: ").split()
     rc, out, _ = cli("score", *(f"rank(-ts_delta({f}, 3) / ts_std({f}, 20))" for f in fields),

@@ -128,7 +128,7 @@ def test_verl_path_in_an_overlay_venv(serial_pytest_opts) -> None:
     passed = int(re.search(r"(\d+) passed", summary).group(1))
     # every verl-path test ran: only this test itself (and nothing else) may skip there
     assert re.search(r"(\d+) skipped", summary).group(1) == "1", summary
-    assert passed >= 7, summary
+    assert passed >= 8, summary
 
 
 def _config(path: str, name: str):
@@ -220,3 +220,37 @@ def test_verl_manager_refuses_a_foreign_data_source(parquet, tokenizer) -> None:
     batch.non_tensor_batch["data_source"][1] = "gymkit/us46-defualt"
     with pytest.raises(ValueError, match="sample 1: unknown data_source 'gymkit/us46-defualt'"):
         manager(batch, return_dict=True)
+
+
+@requires_verl
+@pytest.mark.usefixtures("own_gymkit_cache")
+def test_verl_scores_rows_of_a_user_market_on_that_market(eight_stock_csv, tokenizer,
+                                                          tmp_path) -> None:
+    """``gymkit briefs --market FILE --format verl-parquet`` (the CLI as typed) → verl's dataset
+    and batch manager → the cards of ``gymkit.make(market=FILE)``, not of the default market
+    (before, the row's ``data_source`` ``gymkit/us46-default@FILE`` was refused by name)."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.workers.reward_manager import get_reward_manager_cls
+
+    import gymkit
+    from gymkit.cli import main
+    from gymkit.data import load_panel
+
+    market = eight_stock_csv("Name")
+    path = tmp_path / "own.parquet"
+    assert main(["briefs", "--market", str(market), "--split", "probe", "--format",
+                 "verl-parquet", "--out", str(path)]) == 0
+    fn = get_custom_reward_fn(_config("pkg://gymkit.adapters.verl", "compute_score_batch"))
+    manager = get_reward_manager_cls("batch")(tokenizer=tokenizer, num_examine=0,
+                                              compute_score=fn)
+    answers = ["<alpha>rank(-ts_delta(close, 3))</alpha>", "<alpha>rank(ts_std(volume, 8))</alpha>",
+               "<alpha>rank(cap)</alpha>"]  # this market has no cap: invalid here
+    batch, bid = _batch(path, tokenizer, answers)
+    assert batch.non_tensor_batch["data_source"][0] == f"gymkit/us46-default@{market.resolve()}"
+    out = manager(batch, return_dict=True)
+    own = gymkit.make("us46-default", market=load_panel(market))
+    cards = own.score_group(answers, brief=brief_text_of(bid))
+    assert [c.valid for c in cards] == [True, True, False]
+    assert out["reward_extra_info"]["score"] == [c.reward for c in cards]
+    default = gymkit.make("us46-default").score_group(answers, brief=brief_text_of(bid))
+    assert [c.reward for c in default] != [c.reward for c in cards]

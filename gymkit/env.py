@@ -36,7 +36,14 @@ from gymkit.data.panel import Panel
 from gymkit.dsl.cache import DEFAULT_CACHE, EvalCache
 from gymkit.dsl.operators import OPERATORS
 from gymkit.verifiers.archive import NoveltyArchive
-from gymkit.verifiers.channels import CHANNELS, is_low_ic_motif, priority_sum
+from gymkit.verifiers.channels import (
+    CHANNELS,
+    AnswerFacts,
+    ChannelParams,
+    is_low_ic_motif,
+    is_slow_factor_tilt,
+    priority_sum,
+)
 from gymkit.verifiers.costs import cost_model_from_dict
 from gymkit.verifiers.cpcv import CPCV
 from gymkit.verifiers.windows import judged_window, window_panel
@@ -113,6 +120,17 @@ def resolve_market(config: EnvConfig, market: object | None) -> Panel:
     from gymkit.data import load_panel
 
     return load_panel(config.market)
+
+
+def _guard_note(f: AnswerFacts, p: ChannelParams) -> str:
+    """The card's note for a reward R10 capped: which of its tests fired."""
+    if is_low_ic_motif(f, p):
+        return "motif_guard: single-motif or price-only with IC below the threshold; reward capped at 0"
+    if is_slow_factor_tilt(f, p):
+        return ("motif_guard: slow factor tilt (turnover below the slow-book line, at least half "
+                "its Sharpe explained by the factors); reward capped at 0")
+    return (f"motif_guard: factor clone (at least {p.factor_clone_share:.0%} of its Sharpe "
+            "explained by the factors, at any turnover); reward capped at 0")
 
 
 class Environment:
@@ -234,11 +252,7 @@ class Environment:
             notes = [n for n in self.notes if not (brief is not None and n.startswith("brief_compliance:"))]
             notes += brief_notes
             if capped:
-                motif = is_low_ic_motif(f, setup.params)
-                notes.append("motif_guard: single-motif or price-only with IC below the "
-                             "threshold; reward capped at 0" if motif else
-                             "motif_guard: slow factor tilt (turnover below the slow-book line, "
-                             "at least half its Sharpe explained by the factors); reward capped at 0")
+                notes.append(_guard_note(f, setup.params))
             metrics = card_metrics(st, nov, f, capped)
             tm = {k: st.timings.get(k, 0.0) for k in TIMING_PHASES}
             tm["channels"] = t_channels + time.perf_counter() - t0

@@ -60,7 +60,10 @@ R9    novelty_syntax     0.2    bucketed canonical form unseen (not in the archi
 R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC < 0.005, or
                                 when the book is a slow factor tilt: turnover < 6%/day and
                                 the six factors (R4) explain at least half of a positive
-                                raw Sharpe (raw − residual ≥ 0.5·raw); the card's scalar
+                                raw Sharpe (raw − residual ≥ 0.5·raw), or when it is a
+                                factor clone at any turnover: the factors explain at least
+                                80% of a positive raw Sharpe (raw − residual ≥ 0.8·raw);
+                                the card's scalar
                                 reward is then capped at 0 and GDPO gives it no positive
                                 advantage (gymkit.advantages, ``guarded``); else 0.
 R11   complexity         0.2    −0.02·max(0, node_count − 24); in (−∞, 0].
@@ -139,7 +142,7 @@ __all__ = [
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v5"  # v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
+CHANNEL_TABLE_VERSION = "channels-v6"  # v6: R10 also fires on factor clones (>= 80% of a positive raw Sharpe explained by the R4 factors, any turnover); v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
 # factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
@@ -182,6 +185,7 @@ class ChannelParams:
     motif_penalty: float = -1.0
     slow_tilt_turnover: float = 0.06
     slow_tilt_factor_share: float = 0.5
+    factor_clone_share: float = 0.8
     complexity_free_nodes: int = 24
     complexity_per_node: float = -0.02
     format_bonus: float = 0.05
@@ -347,10 +351,26 @@ def is_slow_factor_tilt(f: AnswerFacts, p: ChannelParams) -> bool:
                 and raw - res >= p.slow_tilt_factor_share * raw)
 
 
+def is_factor_clone(f: AnswerFacts, p: ChannelParams) -> bool:
+    """True for a valid book, at any turnover, whose positive raw Sharpe is at least
+    ``factor_clone_share`` explained by the R4 factors (its residual Sharpe at most a fifth of
+    it by default).
+
+    Such a book is known factors in disguise: the daily reversal factor itself, or a size and
+    price-level bet (residual Sharpe 0.04 of 0.42) that `gymkit train` converged on under
+    channels-v5, where R4's soft charge left it +0.88.  ``factor_clone_share=0`` switches the
+    test off (channels-v5)."""
+    raw, res = f.raw_sharpe, f.residual_sharpe
+    return bool(f.valid and p.factor_clone_share > 0.0 and raw > 0.0
+                and raw - res >= p.factor_clone_share * raw)
+
+
 def motif_guard_triggered(f: AnswerFacts, p: ChannelParams) -> bool:
     """True when R10 fires: a valid single-motif or price-only answer with IC < the
-    threshold, or a slow factor tilt (:func:`is_slow_factor_tilt`)."""
-    return bool(f.valid and (is_low_ic_motif(f, p) or is_slow_factor_tilt(f, p)))
+    threshold, a slow factor tilt (:func:`is_slow_factor_tilt`) or a factor clone
+    (:func:`is_factor_clone`)."""
+    return bool(f.valid and (is_low_ic_motif(f, p) or is_slow_factor_tilt(f, p)
+                             or is_factor_clone(f, p)))
 
 
 def is_low_ic_motif(f: AnswerFacts, p: ChannelParams) -> bool:
@@ -524,6 +544,9 @@ def motif_guard_why(card: ScoreCard, p: ChannelParams) -> str:
         turnover = _metric(card, "turnover") or math.nan
         raw = _metric(card, "factors", "raw_sharpe") or math.nan
         fs = _metric(card, "factors", "factor_sharpe") or math.nan
+        if not turnover < p.slow_tilt_turnover:
+            return (f"fires: factor clone (the factors explain Sharpe {fs:.2f} of {raw:.2f}, at "
+                    f"least {p.factor_clone_share:.0%}); reward capped at 0, no positive advantage")
         return (f"fires: slow factor tilt (turnover {turnover:.1%}/day < "
                 f"{p.slow_tilt_turnover:.0%}, the factors explain Sharpe {fs:.2f} of {raw:.2f}); "
                 "reward capped at 0, no positive advantage")

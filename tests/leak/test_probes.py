@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "15224e94b52164d2c9f74c188a9bee85f1df13ed806dbd520819d6e8d3d51f0c"
+FROZEN_ENV_FINGERPRINT = "e5f93acdfdda29c09f5134b468b10c0639b053a321a375db2a5dac5333fa840e"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '67cdde050d8b6e527b0d41354b3dc8b4ccb760071f22c6e106bff982eb540cd4',
-     1.3487750994240228, 0.5554242405192389),
+     'e718264cfa67a46e8acae4808c6b5baf59aec1259cb7716b9f775e1e678b95f6',
+     0.0, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '05d63feb91e2974e851a8d255bfacdf7c653a63bbd9cb0dadd94bd7eea96c26c',
+     '5b4040bf75826d05d5d025bd482a3b7e00f38ec9d72c1401fa9e80ecfa6485a3',
      1.9314115588301166, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     '7ec8b7726b10ce32bfafbc66c43fe14421aa6136d53c5a8c6e4d514708c6e5c9',
+     '89f5cf30846fe59d47f22429a0117dc6e2df89cf1944249d5e4ab6d17ab2c6af',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '69b8d8942962efce95110ec99fe0c37d9aeee66189d700a0f3e33b1d536b41a7',
+     '0ebaaf1e4f6d798d7cfa29a38b6ab1e60a6c074f532d04e552405cdf6b12d0af',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '17904a63383473200ba690a504a369557cbaa5c6c541665730278ba7d7ec54d5',
+     '24b528bf1b0b0af9ea1642fd640b7765be3cc5264af5d925985718b2ab51ded6',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '5615c2bec0a52dd40e149e16cc052c5d2c4035073b3f6fb8ab1322ba209788d7',
+     '222eb82bcfac0b4d2fa4c8565311a3ba704889a82b3fbe259d6eddbe96d52268',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '1b6a6aec9102c46ec9ffe4ec29d166b7c20da881d8d9f27190c81488744dae0a',
+     '57e285d406fe2a7de53cc1afdacbe93f33a87c70dc7c62bcf8f2f89c29ca581f',
      -1.042476822369772, -0.6541933126468962),
 )
 

@@ -40,5 +40,5 @@ for d in $R/*/; do
   echo "== $(basename $d) rc=$(cat $d/rc 2>/dev/null || echo running) $(grep -c '^step' $d/console.log 2>/dev/null) log lines"
   tail -2 $d/console.log || true
 done
-cd $R && tar czf "$out/sweep_runs.tgz" --exclude='checkpoints' --exclude='*.safetensors' --exclude='sft' .
+cd $R && tar czf "$out/sweep_runs.tgz" --exclude='rollouts.jsonl' --exclude='checkpoints' --exclude='*.safetensors' --exclude='sft' .
 ls -la "$out"

@@ -33,10 +33,12 @@ def test_rollout_tool_calls_then_submit(genv) -> None:
     _, info2 = genv.reset(seed=5)
     assert info2["brief"] == info["brief"]                     # seeded brief draw
     call = {"type": "function", "function": {
-        "name": "backtest", "arguments": json.dumps({"formula": "rank(-ts_sum(returns, 5))"})}}
+        "name": "backtest", "arguments": json.dumps(
+            {"formula": "rank(group_neutralize(-ts_sum(returns, 5), sector))"})}}
     obs, r, term, trunc, inf = genv.step(call)
     assert (r, term, trunc) == (0.0, False, False) and json.loads(obs)["result"]["valid"]
-    obs, r, term, trunc, inf = genv.step("<alpha>rank(-ts_sum(returns, 5))</alpha>")
+    obs, r, term, trunc, inf = genv.step(
+        "<alpha>rank(group_neutralize(-ts_sum(returns, 5), sector))</alpha>")
     assert term and not trunc and inf["card"].valid
     # one trial (no deflation), one call: the card's reward less one call's cost
     assert r == inf["outcome"]["reward"] == pytest.approx(inf["card"].reward - TOOL_COST, abs=1e-12)

@@ -12,8 +12,14 @@ When the episode ends (submit, or a call with the budget spent) the result is th
 ``final_env_response`` and the rollout stops; ``max_turns`` = budget + 1.  The rubric's
 ``research_reward`` (weight 1) is the episode's reward — ``NO_SUBMIT_REWARD`` when the rollout
 ended without a submission — with weight-0 monitors ``research_valid``, ``research_trials``,
-``research_calls``, ``research_deflation``.  A rollout's episode is dropped when the rollout
-ends, however it stopped (a verifiers cleanup handler).
+``research_calls``, ``research_deflation`` and ``research_model_error``.  A rollout's episode is
+dropped when the rollout ends, however it stopped (a verifiers cleanup handler).
+
+A failed model call (verifiers records it in ``state["error"]`` and stops the rollout) ends the
+episode without a submission: the reward stays ``NO_SUBMIT_REWARD`` (a failure never outranks an
+answer, so nothing can raise a reward by making the call fail, e.g. by growing the context past
+the server's limit), and ``research_model_error`` = 1 tells it from a policy that never
+submitted; drop such rollouts before averaging or training.
 """
 
 from __future__ import annotations
@@ -40,6 +46,14 @@ def _outcome(state: Any) -> dict[str, Any]:
 def research_reward(state: Any = None, **kwargs: Any) -> float:
     """The episode's research reward (NO_SUBMIT_REWARD when it never submitted)."""
     return float(_outcome(state).get("reward", NO_SUBMIT_REWARD))
+
+
+def research_model_error(state: Any = None, **kwargs: Any) -> float:
+    """1.0 when verifiers recorded a failed model call for this rollout (module doc), else 0."""
+    try:
+        return 1.0 if state is not None and state.get("error") is not None else 0.0
+    except AttributeError:
+        return 0.0
 
 
 def _monitor(key: str) -> Any:
@@ -98,6 +112,6 @@ def load_environment(env_id: str = "us46-research", split: str = "train",
         msgs = renv.episode(b.text).messages(tools=True)
         rows.append({"prompt": msgs, "answer": "", "info": {"brief_id": b.brief_id}})
     funcs = [research_reward, _monitor("valid"), _monitor("n_trials"), _monitor("n_calls"),
-             _monitor("deflation")]
-    rubric = vf.Rubric(funcs=funcs, weights=[1.0, 0.0, 0.0, 0.0, 0.0])
+             _monitor("deflation"), research_model_error]
+    rubric = vf.Rubric(funcs=funcs, weights=[1.0] + [0.0] * (len(funcs) - 1))
     return ResearchMultiTurnEnv(renv, dataset=Dataset.from_list(rows), rubric=rubric, **kwargs)

@@ -57,7 +57,7 @@ def test_backtest_compare_describe_submit(renv) -> None:
     card = renv.env.score(f"<alpha>{HONEST}</alpha>", brief=brief)
     assert r1["result"]["cpcv"] == round(card.channels["cpcv"], 4)
     assert r1["result"]["max_abs_corr_earlier"] == 0.0
-    other = "rank(-ts_sum(returns, 3))"
+    other = "rank(group_neutralize(-ts_sum(returns, 3), sector))"
     r2 = json.loads(ep.call("backtest", formula=other).observation)["result"]
     assert r2["most_correlated_earlier"] == HONEST and r2["max_abs_corr_earlier"] > 0.5
     cmp_ = json.loads(ep.call("compare", formula_a=HONEST, formula_b="rank(ts_delta(close, 5))")

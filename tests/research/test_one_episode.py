@@ -7,11 +7,8 @@ and the same transcript, as :class:`gymkit.research.ResearchEpisode` itself."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
@@ -84,14 +81,10 @@ def via_skyrl(renv) -> tuple[list[str | None], str | None]:
 def _vf_rollout(monkeypatch, answers: list[str], max_turns: int | None = None):
     """One rollout of verifiers' own loader and multi-turn loop against a fake OpenAI server
     that plays ``answers``: (the environment, the output row)."""
-    vf = pytest.importorskip("verifiers")
-    if not hasattr(vf, "MultiTurnEnv"):
-        pytest.skip("the installed verifiers has no MultiTurnEnv")
-    spec = importlib.util.spec_from_file_location(
-        "fake_openai", Path(__file__).resolve().parents[1] / "adapters" / "fake_openai.py")
-    fake_openai = importlib.util.module_from_spec(spec)
-    sys.modules["fake_openai"] = fake_openai
-    spec.loader.exec_module(fake_openai)
+    from .conftest import adapters_module, real_verifiers
+
+    vf = real_verifiers()
+    fake_openai = adapters_module("fake_openai")
     monkeypatch.setenv("GYMKIT_FAKE_KEY", "not-a-key")
     venv = vf.load_environment("gymkit.adapters.research_verifiers", split="probe", budget=BUDGET)
     if max_turns is not None:

@@ -3,25 +3,15 @@ fake OpenAI-compatible server on 127.0.0.1 that plays a scripted policy."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from .conftest import HONEST, adapters_module, real_verifiers
 
-import pytest
-
-vf = pytest.importorskip("verifiers", reason="verifiers is an optional extra")
-if not hasattr(vf, "MultiTurnEnv"):
-    pytest.skip("the installed verifiers has no MultiTurnEnv", allow_module_level=True)
+# the library, never the checkout's verifiers/ folder (``python -m pytest`` puts the checkout
+# first on sys.path, where that folder shadowed the library and this module skipped itself)
+vf = real_verifiers()
 
 from gymkit.adapters.common import brief_text_of  # noqa: E402
 
-from .conftest import HONEST  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "fake_openai", Path(__file__).resolve().parents[1] / "adapters" / "fake_openai.py")
-fake_openai = importlib.util.module_from_spec(_spec)
-sys.modules["fake_openai"] = fake_openai
-_spec.loader.exec_module(fake_openai)
+fake_openai = adapters_module("fake_openai")
 
 MODULE = "gymkit.adapters.research_verifiers"
 POLICY = ['<tool_call>{"name": "backtest", "arguments": {"formula": "rank(ts_delta(close, 5))"}}'
@@ -49,3 +39,25 @@ def test_multi_turn_rollout_reward_is_the_episode_reward(renv, monkeypatch) -> N
         res = ep.step(a)
     assert res.done and row["reward"] == res.reward
     assert row["metrics"]["research_trials"] == 2.0 and row["metrics"]["research_calls"] == 2.0
+    assert row["metrics"]["research_model_error"] == 0.0
+
+
+def test_a_failed_model_call_is_flagged_not_read_as_no_submission(renv, monkeypatch) -> None:
+    """The provider fails the second turn (HTTP 500): verifiers stops the rollout with its
+    error; the reward is the no-submission floor and ``research_model_error`` says why."""
+    from gymkit.research import NO_SUBMIT_REWARD
+
+    monkeypatch.setenv("GYMKIT_FAKE_KEY", "not-a-key")
+    venv = vf.load_environment(MODULE, split="probe", budget=4)
+    server = fake_openai.FakeOpenAI([POLICY[0], fake_openai.FAIL])
+    try:
+        client = vf.ClientConfig(api_base_url=server.url, api_key_var="GYMKIT_FAKE_KEY",
+                                 max_retries=0)
+        out = venv.evaluate_sync(client=client, model="fake", num_examples=1,
+                                 rollouts_per_example=1)
+    finally:
+        server.close()
+    row = out["outputs"][0]
+    assert row.get("error") and len(server.requests) == 2
+    assert row["reward"] == NO_SUBMIT_REWARD and row["metrics"]["research_model_error"] == 1.0
+    assert row["metrics"]["research_calls"] == 0.0  # the episode never returned an outcome

@@ -1,8 +1,9 @@
 """``gymkit demo``: score one GRPO-sized group of sample answers on the embedded default market.
 
 The group mixes honest formulas (the default market's planted effects, the seed's winners, a
-paper alpha) with the reward hacks of the seed's hack log (a self-cancelling book, a static
-tilt, a jittered duplicate, a missing tag, a syntax error, a lookback over the limit), so one
+paper alpha) with the reward hacks of the seed's hack log (a known factor in disguise, a
+self-cancelling book, a static tilt, a jittered duplicate, a missing tag, a syntax error, a
+lookback over the limit), so one
 run shows the gate, the oracle, every channel and the GDPO advantages at work.
 
 ``gymkit demo`` prints the market summary and the scored group, then writes the tear sheet
@@ -25,15 +26,15 @@ import numpy as np
 
 #: (label, completion) — what a policy might answer to one brief.
 SAMPLE_GROUP: tuple[tuple[str, str], ...] = (
-    ("planted reversal", "<alpha>rank(-ts_sum(returns, 5))</alpha>"),
+    ("planted reversal", "<alpha>rank(group_neutralize(-ts_sum(returns, 5), sector))</alpha>"),
     ("planted volume", "<alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * "
                        "ts_std(returns, 250) / ts_std(returns, 20))</alpha>"),
     ("seed winner", "<alpha>rank(ts_max(volume / vwap, 11) / ts_mean(close, 21))</alpha>"),
-    ("seed winner", "<alpha>rank(ts_std(volume / (high - low), 34))</alpha>"),
+    ("factor clone", "<alpha>rank(-ts_sum(returns, 5))</alpha>"),
     ("alpha#101", "<alpha>((close - open) / ((high - low) + .001))</alpha>"),
     ("with reasoning", "<think>fade abnormal 3-day moves, scaled by volatility</think>"
                        "<alpha>rank(-ts_delta(close, 3) / ts_std(returns, 21))</alpha>"),
-    ("jittered copy", "<alpha>rank(-ts_sum(returns, 4))</alpha>"),
+    ("jittered copy", "<alpha>rank(group_neutralize(-ts_sum(returns, 4), sector))</alpha>"),
     ("static tilt", "<alpha>rank(ts_mean(close, 250))</alpha>"),
     ("x - x hack", "<alpha>scale(ts_rank(ts_delta(volume, 23), 47) - "
                    "ts_rank(ts_delta(volume, 23), 47))</alpha>"),

@@ -126,7 +126,9 @@ def format_summary(run: DemoRun) -> str:
     lines += [
         "",
         "  reward = sum of priority x channel (valid: in [-2, inf); invalid: -3.5 tag, -3.0 text, "
-        "-2.5 book gate); adv = GDPO advantage within the group;",
+        "-2.5 book gate); adv = GDPO advantage within the group: each channel is normalised "
+        "across the group, so adv need not follow reward; invalid answers and answers whose "
+        "reward the motif guard capped rank below every other;",
         "  cpcv = R1 (mean - 0.5 std of 15 test-slice Sharpes); turn/d = share of the book "
         "traded a day; IC = weights vs next return",
         f"  GDPO: {run.info.n_valid}/{len(cards)} valid, share of non-zero advantages "

@@ -122,15 +122,17 @@ def resolve_market(config: EnvConfig, market: object | None) -> Panel:
     return load_panel(config.market)
 
 
-def _guard_note(f: AnswerFacts, p: ChannelParams) -> str:
-    """The card's note for a reward R10 capped: which of its tests fired."""
+def _guard_note(f: AnswerFacts, p: ChannelParams, reward: float) -> str:
+    """The card's note when R10 fired: which of its tests, and whether the cap bound."""
+    outcome = ("reward capped at 0" if reward == 0.0 else
+               "its reward is negative already, so the cap does not bind")
     if is_low_ic_motif(f, p):
-        return "motif_guard: single-motif or price-only with IC below the threshold; reward capped at 0"
+        return f"motif_guard: single-motif or price-only with IC below the threshold; {outcome}"
     if is_slow_factor_tilt(f, p):
         return ("motif_guard: slow factor tilt (turnover below the slow-book line, at least half "
-                "its Sharpe explained by the factors); reward capped at 0")
+                f"its Sharpe explained by the factors); {outcome}")
     return (f"motif_guard: factor clone (at least {p.factor_clone_share:.0%} of its Sharpe "
-            "explained by the factors, at any turnover); reward capped at 0")
+            f"explained by the factors, at any turnover); {outcome}")
 
 
 class Environment:
@@ -252,7 +254,7 @@ class Environment:
             notes = [n for n in self.notes if not (brief is not None and n.startswith("brief_compliance:"))]
             notes += brief_notes
             if capped:
-                notes.append(_guard_note(f, setup.params))
+                notes.append(_guard_note(f, setup.params, reward))
             metrics = card_metrics(st, nov, f, capped)
             tm = {k: st.timings.get(k, 0.0) for k in TIMING_PHASES}
             tm["channels"] = t_channels + time.perf_counter() - t0

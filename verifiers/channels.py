@@ -531,28 +531,40 @@ def novelty_syntax_why(card: ScoreCard, p: ChannelParams) -> str:
     return f"known canonical form ({where}): {p.duplicate_penalty:g} × {int(in_arc) + dups}"
 
 
+def _guard_outcome(card: ScoreCard) -> str:
+    """What R10 firing did to the card: the cap binds only on a reward that would be positive."""
+    if card.reward == 0.0:
+        return "reward capped at 0, no positive advantage (ranked below every eligible answer)"
+    return "its reward is negative already, so the cap does not bind"
+
+
 def motif_guard_why(card: ScoreCard, p: ChannelParams) -> str:
     if not card.valid:
         return "0 on invalid answers"
     single = _metric(card, "structure", "is_single_motif")
     price = _metric(card, "structure", "is_price_only")
     ic = _metric(card, "ic")
+    raw = _metric(card, "factors", "raw_sharpe")
+    fs = _metric(card, "factors", "factor_sharpe")
+    raw = math.nan if raw is None else raw
+    fs = math.nan if fs is None else fs
     if card.motif_capped:
         if (single or price) and ic is not None and ic < p.motif_ic_threshold:
             return (f"fires: single-motif or price-only with IC < {p.motif_ic_threshold:g}; "
-                    "reward capped at 0, no positive advantage")
+                    + _guard_outcome(card))
         turnover = _metric(card, "turnover") or math.nan
-        raw = _metric(card, "factors", "raw_sharpe") or math.nan
-        fs = _metric(card, "factors", "factor_sharpe") or math.nan
         if not turnover < p.slow_tilt_turnover:
-            return (f"fires: factor clone (the factors explain Sharpe {fs:.2f} of {raw:.2f}, at "
-                    f"least {p.factor_clone_share:.0%}); reward capped at 0, no positive advantage")
+            return (f"fires: factor clone (the factors explain Sharpe {fs:.2f} of its net "
+                    f"{raw:.2f}, at least {p.factor_clone_share:.0%}); " + _guard_outcome(card))
         return (f"fires: slow factor tilt (turnover {turnover:.1%}/day < "
-                f"{p.slow_tilt_turnover:.0%}, the factors explain Sharpe {fs:.2f} of {raw:.2f}); "
-                "reward capped at 0, no positive advantage")
+                f"{p.slow_tilt_turnover:.0%}, the factors explain Sharpe {fs:.2f} of its net "
+                f"{raw:.2f}); " + _guard_outcome(card))
+    clone = (f"; the factors explain {fs / raw:.0%} of its net Sharpe (a clone from "
+             f"{p.factor_clone_share:.0%})" if raw > 0 and math.isfinite(fs) else "")
     if single or price:
-        return f"{'single-motif' if single else 'price-only'} but IC ≥ {p.motif_ic_threshold:g}: passes"
-    return "more than one motif and not price-only: passes"
+        return (f"{'single-motif' if single else 'price-only'} but IC ≥ {p.motif_ic_threshold:g}"
+                f"{clone}: passes")
+    return f"more than one motif and not price-only{clone}: passes"
 
 
 def complexity_why(card: ScoreCard, p: ChannelParams) -> str:

@@ -66,7 +66,8 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
         pr = priorities[name]
         lines.append(f"  {channel(name).id:<4} {name:<18} {v:>+7.3f} {pr:>5g} {pr * v:>+8.3f}  {why[name]}")
     lines.append(f"  {'':<4} {'reward':<18} {'':>7} {'':>5} {card.reward:>+8.3f}"
-                 + ("  capped at 0 by the motif guard" if card.motif_capped else ""))
+                 + ("  capped at 0 by the motif guard" if card.motif_capped and card.reward == 0.0
+                    else ""))
     m = card.metrics
     if "sharpe" in m:
         fac = m.get("factors", {})

@@ -121,3 +121,24 @@ def test_a_clone_at_one_share_is_a_clone_at_every_lower_share(raw, residual, tur
         assert is_factor_clone(f, lower)
     assert is_factor_clone(f, ChannelParams()) is is_factor_clone(_facts(raw, residual, 0.05),
                                                                   ChannelParams())
+
+
+def test_the_card_says_whether_the_cap_bound(envs, cli):
+    """R10 firing on an answer whose reward is negative anyway caps nothing: the why line, the
+    note and ``gymkit score`` say so (they used to say "reward capped at 0" on a −1.68)."""
+    new, _ = envs
+    motif = "((close - open) / ((high - low) + .001))"  # alpha#101: a price-only motif, IC < 0.005
+    card = new.score(_tag(motif))
+    assert card.motif_capped and card.reward < 0
+    why = channel_reasons(card, new.config.channel_params)["motif_guard"]
+    assert why.endswith("its reward is negative already, so the cap does not bind")
+    assert any(n.startswith("motif_guard:") and n.endswith("so the cap does not bind")
+               for n in card.notes)
+    assert not any("capped at 0" in n for n in card.notes)
+    rc, out, _ = cli("score", motif)
+    assert rc == 0 and "capped at 0 by the motif guard" not in out and "cap does not bind" in out
+    clone = new.score(_tag(CLONES[1]))
+    assert channel_reasons(clone, new.config.channel_params)["motif_guard"].endswith(
+        "reward capped at 0, no positive advantage (ranked below every eligible answer)")
+    rc, out, _ = cli("score", CLONES[1])
+    assert rc == 0 and "capped at 0 by the motif guard" in out

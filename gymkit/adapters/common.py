@@ -40,6 +40,9 @@ __all__ = ["INTERNAL_REWARD", "MEMO_SIZE", "InternalResult", "brief_text_of", "c
 #: The scalar reward of an internal scoring error: the table's lowest (module doc).
 INTERNAL_REWARD: float = min(INVALID_REWARDS.values())
 
+#: Suffixes of the files :func:`gymkit.data.load_panel` reads (a market reference's file).
+PANEL_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
+
 #: Number of scored groups kept in the per-process memo.
 MEMO_SIZE = 4096
 
@@ -60,11 +63,19 @@ def parse_env_ref(ref: str) -> tuple[str, str | None]:
         if is_env(ref):
             return ref, None
         at = ref.find("@")
+        named = None  # an environment found before an '@' whose market file is missing
         while at >= 0:  # the first '@' after which an environment and a file both exist
             env, market = ref[:at], ref[at + 1:]
-            if is_env(env) and Path(market).is_file():
-                return env, market
+            if is_env(env):
+                if Path(market).is_file():
+                    return env, market
+                named = named or (env, market)
             at = ref.find("@", at + 1)
+        if named is not None:
+            where = "" if Path(named[1]).is_absolute() else (
+                f", resolved against the working directory {Path.cwd()}")
+            raise ValueError(f"environment {named[0]!r} names the market file {named[1]!r}, which "
+                             f"does not exist here{where}")
     raise ValueError(f"unknown environment {ref!r}: expected a registered id {list_envs()} or an "
                      "existing .toml, optionally followed by @<existing market file>")
 
@@ -87,6 +98,8 @@ def get_env(env_id: str) -> Any:
             try:
                 panel = load_panel(market)
             except ValueError as exc:
+                if not market.lower().endswith(PANEL_SUFFIXES):  # not a panel file at all
+                    raise
                 raise ValueError(f"{exc} (environment {env_id!r} loads its market strictly: "
                                  f"run 'gymkit market clean {market} OUT' and name OUT)") from None
             env = make(name, market=panel)

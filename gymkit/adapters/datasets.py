@@ -15,7 +15,8 @@ panel), otherwise from the embedded default market's panel, without building an 
 under ``--market``.  :mod:`gymkit.adapters.verl` scores every form on the environment and market
 it names (:func:`gymkit.adapters.common.parse_env_ref`); the market file is loaded strictly there,
 so a file that needed ``--lenient``/``--columns``/``--adjust`` is named after ``gymkit market
-clean`` has written it once (``briefs`` says so).
+clean`` has written it once (``briefs`` refuses to write verl rows whose file, loaded strictly, is
+not the market it wrote the prompts for).
 """
 
 from __future__ import annotations
@@ -116,6 +117,28 @@ def configure_briefs_cli(p: Any) -> None:
     add_market_args(p, split=False)
 
 
+def _check_strict_market(path: str, fingerprint: str) -> None:
+    """``ValueError`` (one line) unless ``path`` loaded strictly, as verl's reward function loads
+    a row's ``data_source``, is the market the prompts were written for (``fingerprint``): with
+    ``--lenient``, ``--columns`` or ``--adjust`` it may fail there, or, worse, load a different
+    market (unadjusted prices) and score every answer on it."""
+    import warnings
+
+    from gymkit.data.loaders import load_panel
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same = load_panel(path).fingerprint == fingerprint
+    except ValueError:
+        same = False
+    if not same:
+        raise ValueError(f"verl's reward function loads {path} strictly from each row's "
+                         "data_source, without --lenient/--columns/--adjust, which does not give "
+                         f"this market: write it once with 'gymkit market clean {path} OUT' (same "
+                         "options) and run briefs on OUT")
+
+
 def run_briefs_cli(args: Any) -> int:
     """Handler of ``gymkit briefs``: the prompts name the fields and group levels of the
     environment's market (``--env``, or ``--market FILE``)."""
@@ -140,11 +163,7 @@ def run_briefs_cli(args: Any) -> int:
         if not args.out:
             raise ValueError("--format verl-parquet needs --out FILE")
         if args.market is not None and (args.lenient or args.columns or args.adjust):
-            from gymkit.cli.options import note
-
-            note(f"verl's reward function loads {args.market} strictly from each row's "
-                 "data_source, without --lenient/--columns/--adjust: write it once with 'gymkit "
-                 f"market clean {args.market} OUT' (same options) and run briefs on OUT")
+            _check_strict_market(args.market, env.market.fingerprint)
         write_parquet(verl_rows(briefs, env_ref(args.env, args.market), env), args.out)
     else:
         write_jsonl(brief_rows(briefs, env), args.out)

@@ -13,9 +13,11 @@ ground_truth=, extra_info=)``; ``reward_manager=batch`` calls :func:`compute_sco
 brief's answers are scored as one group (R2 filled).  A dict result holds ``'score'``; verl
 collects its other keys per sample into ``reward_extra_info``, so every sample carries the same
 keys: ``score`` (the card's scalar reward, passed through), ``valid`` (1/0), ``internal_error``
-(1 when scoring raised; score 0) and one per active channel (raw value; invalid answers carry
-the card's penalties/zeros).  ``ground_truth`` is the ``brief_id`` (``gymkit briefs --format
-verl-parquet`` puts it there and in ``extra_info``), used only to recover the brief text.
+(1 when scoring raised; score ``INTERNAL_REWARD``, the table's lowest), one per active channel
+(raw value; invalid answers carry the card's penalties/zeros) and ``brief_compliance``.
+``ground_truth`` is the ``brief_id`` (``gymkit briefs --format verl-parquet`` puts it there and in
+``extra_info``): the answer is scored with its brief, so R13 (brief compliance) counts in the
+score, and ``brief_compliance`` reports it (0.0 for a row without a brief).
 
 ``data_source`` names the environment: ``"gymkit/<env_id>"`` (``"gymkit"`` alone =
 us46-default), ``"gymkit/<absolute .toml path>"``, and either with ``@<absolute market path>``
@@ -57,8 +59,9 @@ def env_id_of(data_source: Any, where: str = "data_source") -> str:
         try:
             parse_env_ref(data_source[7:])
             return data_source[7:]
-        except ValueError:
-            pass
+        except ValueError as exc:
+            if not str(exc).startswith("unknown environment"):  # a named market file is missing
+                raise ValueError(f"{where}: data_source {data_source!r}: {exc}") from None
     raise ValueError(f"{where}: unknown data_source {data_source!r}; gymkit scores "
                      f"{['gymkit/' + e for e in list_envs()]}, gymkit/<existing .toml> and either "
                      "followed by @<existing market file> (route other data sources to their own "
@@ -72,11 +75,14 @@ def _brief_id(ground_truth: Any, extra_info: Any) -> str | None:
 
 
 def _result_dict(res: Any, channels: Sequence[str]) -> dict[str, float]:
+    """One sample's dict: the active channels and R13 ``brief_compliance`` (counted in the score
+    whenever the row names its brief, 0.0 when it does not), the same keys for every sample."""
     if getattr(res, "internal", False):
         return {"score": INTERNAL_REWARD, "valid": 0.0, "internal_error": 1.0,
-                **{c: 0.0 for c in channels}}
+                **{c: 0.0 for c in channels}, "brief_compliance": 0.0}
     return {"score": float(res.reward), "valid": float(res.valid), "internal_error": 0.0,
-            **{c: float(res.channels[c]) for c in channels}}
+            **{c: float(res.channels[c]) for c in channels},
+            "brief_compliance": float(res.channels.get("brief_compliance", 0.0))}
 
 
 def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str],
@@ -118,5 +124,13 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any = None,
                   extra_info: Any = None, **kwargs: Any) -> dict[str, float]:
-    """Single-sample form (verl naive manager): the dict of one answer scored as a group of one."""
-    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
+    """Single-sample form (verl naive manager): the dict of one answer scored as a group of one;
+    an error names the sample by ``extra_info["index"]`` when the row carries it."""
+    try:
+        return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
+    except ValueError as exc:
+        index = extra_info.get("index") if isinstance(extra_info, dict) else None
+        text = str(exc)
+        if text.startswith("sample 0: "):
+            text = (f"sample {index}: " if index is not None else "") + text[len("sample 0: "):]
+        raise ValueError(text) from None

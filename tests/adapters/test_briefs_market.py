@@ -68,17 +68,36 @@ def test_market_flag_gives_the_market_s_vocabulary_and_its_answers_are_valid(mar
     row = pq.read_table(tmp_path / "t.parquet").to_pylist()[0]
     assert rc == 0 and OWN_VOCAB in _system(row)
     assert row["data_source"] == f"gymkit/us46-default@{market.resolve()}"
-    # briefs written with loader options say that verl will load the file strictly
+    # verl rows are refused where the file, loaded strictly (as verl's reward function loads a
+    # row's data_source), is not the market the prompts were written for ...
     rc, _, err = cli("briefs", "--market", str(renamed), "--columns", "ticker=Instrument",
                      "--split", "train", "--format", "verl-parquet", "--out",
                      str(tmp_path / "r.parquet"))
-    assert rc == 0 and f"'gymkit market clean {renamed} OUT'" in err
+    assert rc != 0 and f"'gymkit market clean {renamed} OUT'" in err
+    assert not (tmp_path / "r.parquet").exists()
+    # ... and written where it is (a needless --lenient)
+    rc, _, err = cli("briefs", "--market", str(market), "--lenient", "--split", "train",
+                     "--format", "verl-parquet", "--out", str(tmp_path / "l.parquet"))
+    assert rc == 0 and (tmp_path / "l.parquet").exists() and "market clean" not in err
+
     from gymkit.adapters import verl as gverl
 
-    source = pq.read_table(tmp_path / "r.parquet").to_pylist()[0]["data_source"]
-    with pytest.raises(ValueError, match=r"^sample 0: data_source 'gymkit/us46-default@.*"
+    source = f"gymkit/us46-default@{renamed.resolve()}"  # such a row, had it been written
+    with pytest.raises(ValueError, match=r"^sample 3: data_source 'gymkit/us46-default@.*"
                                          r"renamed\.csv'.*gymkit market clean"):
-        gverl.compute_score(source, "<alpha>rank(-returns)</alpha>", "", {})
+        gverl.compute_score(source, "<alpha>rank(-returns)</alpha>", "", {"index": 3})
+    # a missing market file and a file that is no panel are told apart from a typo
+    with pytest.raises(ValueError, match=r"^data_source 'gymkit/us46-default@nope\.parquet': "
+                                         r"environment 'us46-default' names the market file "
+                                         r"'nope\.parquet', which does not exist here, resolved "
+                                         r"against the working directory"):
+        gverl.compute_score("gymkit/us46-default@nope.parquet", "<alpha>rank(-returns)</alpha>")
+    toml = tmp_path / "x.toml"
+    toml.write_text('env_id = "x"\n')
+    with pytest.raises(ValueError) as info:
+        gverl.compute_score(f"gymkit/us46-default@{toml}", "<alpha>rank(-returns)</alpha>")
+    assert "unsupported panel file type 'x.toml'" in str(info.value)
+    assert "market clean" not in str(info.value)
     # every field the prompt names scores on that market; the default prompt's cap would not
     fields = OWN_VOCAB.split(". ")[0].removeprefix("Fields: ").split()
     rc, out, _ = cli("score", *(f"rank(-ts_delta({f}, 3) / ts_std({f}, 20))" for f in fields),

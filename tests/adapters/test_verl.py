@@ -72,6 +72,23 @@ def test_unknown_data_source_is_a_one_line_error() -> None:
         gverl.compute_score_batch(["gymkit", "gsm8k"], GROUP[:2], ["a", "b"])
 
 
+def test_the_dict_reports_the_brief_channel_its_score_counts(env) -> None:
+    """A row that names its brief is scored with it (R13 counts in ``score``), and the dict says
+    so in ``brief_compliance``; a row without one carries 0.0 there: every sample has the same
+    keys, and ``score`` is explained by the channels shown."""
+    from gymkit.briefs import generate_briefs, split_briefs
+
+    b = split_briefs(generate_briefs(500, 0), "train")[0]
+    answer = "<alpha>rank(-ts_delta(close, 3))</alpha>"
+    with_brief, without = gverl.compute_score_batch(
+        ["gymkit", "gymkit"], [answer, answer], [b.brief_id, ""], [{"brief_id": b.brief_id}, {}])
+    card = env.score_group([answer], brief=b.text)[0]
+    assert with_brief["score"] == card.reward and with_brief["brief_compliance"] < 0
+    assert with_brief["brief_compliance"] == card.channels["brief_compliance"]
+    assert without["brief_compliance"] == 0.0 and set(with_brief) == set(without)
+    assert without["score"] == env.score_group([answer])[0].reward != with_brief["score"]
+
+
 def test_internal_error_is_flagged_not_invalid(env, monkeypatch) -> None:
     def boom(c, brief=None):
         raise RuntimeError("worker died")
@@ -185,6 +202,7 @@ def test_verl_loader_and_naive_manager_give_the_card(how, parquet, tokenizer, en
         info = out["reward_extra_info"]
         assert info["valid"] == float(ok) and info["internal_error"] == 0.0
         assert [info[k] for k in env.channels] == [card.channels[k] for k in env.channels]
+        assert info["brief_compliance"] == card.channels["brief_compliance"]
         assert all(isinstance(v, float) and math.isfinite(v) for v in info.values())
 
 
@@ -206,6 +224,8 @@ def test_verl_batch_manager_scores_each_brief_as_a_group(parquet, tokenizer, env
     assert out["reward_extra_info"]["score"] == [c.reward for c in cards]
     assert out["reward_extra_info"]["pbo"] == [c.channels["pbo"] for c in cards]
     assert any(c.channels["pbo"] != 0.0 for c in cards)  # the group channel is really filled
+    assert out["reward_extra_info"]["brief_compliance"] == [c.channels["brief_compliance"]
+                                                            for c in cards]
 
 
 @requires_verl

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,14 +55,13 @@ SPLIT_NOTE = "split adapted to the panel"
 
 
 def split_day(key: str, value: object) -> np.datetime64:
-    """``value`` as a day; ``ValueError`` (one line, naming ``key``) when it is not a date."""
-    try:
-        day = np.datetime64(str(value).strip(), "D")
+    """``value`` as a day (ISO ``YYYY-MM-DD``, or its basic form ``YYYYMMDD``, as text, a TOML
+    date or an integer); ``ValueError`` (one line, naming ``key``) when it is not a date."""
+    text = str(value).strip()
+    try:  # not np.datetime64(text): it reads "20191228" as the year 20,191,228
+        return np.datetime64(datetime.date.fromisoformat(text), "D")
     except ValueError:
-        day = np.datetime64("NaT")
-    if np.isnat(day):
-        raise ValueError(f"split {key} = {str(value)[:40]!r} is not a date (expected YYYY-MM-DD)")
-    return day
+        raise ValueError(f"split {key} = {text[:40]!r} is not a date (expected YYYY-MM-DD)") from None
 
 
 def _to_session(d: np.ndarray, key: str, day: np.datetime64) -> np.datetime64:
@@ -104,7 +104,13 @@ def resolve_split(dates: np.ndarray, partial: dict[str, str] | None = None, *,
         hs = day["holdout_start"]
     elif "train_end" in day:
         k = int(np.searchsorted(d, day["train_end"], "right"))
-        hs = d[k] if k < d.size else day["train_end"] + np.timedelta64(1, "D")
+        if k >= d.size:
+            raise ValueError(f"split train_end {given['train_end']} leaves no session after it for "
+                             f"the holdout (the panel spans {d[0]}..{d[-1]})")
+        if d[k] > he:
+            raise ValueError(f"split train_end {given['train_end']} leaves no session before "
+                             f"holdout_end {he} for the holdout")
+        hs = d[k]
     else:
         hs = d[max(0, e - holdout_sessions + 1)] if e >= 0 else he
     if "train_end" in day:

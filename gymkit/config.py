@@ -135,11 +135,9 @@ class EnvConfig:
         bad = sorted(set(split) - set(SPLIT_KEYS))
         if bad:
             raise ValueError(f"unknown split key(s) {bad}; expected some of {list(SPLIT_KEYS)}")
-        split = {k: str(v) for k, v in split.items()}  # a TOML date literal reads as a date
-        if split and len(split) < len(SPLIT_KEYS):  # partial: completed on the market (make)
-            for k, v in split.items():
-                split_day(k, v)
-        else:
+        # ISO text for every given date (a TOML date literal, an integer 20191228, "20191228")
+        split = {k: str(split_day(k, v)) for k, v in split.items()}
+        if not split or len(split) == len(SPLIT_KEYS):  # a partial one is completed on the market
             split = {**_default_split(), **split}
             Split(**split)
         set_(self, "split", split)

@@ -49,6 +49,14 @@ def test_make_on_a_user_market_derives_the_split_and_says_so() -> None:
      "YYYY-MM-DD)"),
     ({"test_end": "2019-01-01"}, "unknown split key(s) ['test_end']; expected some of "
      "['train_start', 'train_end', 'holdout_start', 'holdout_end']"),
+    # the date the user wrote is named, not a holdout_start derived from it
+    ({"train_end": "2030-01-01"}, "split train_end 2030-01-01 leaves no session after it for the "
+     "holdout (the panel spans 2012-06-29..2026-08-21)"),
+    ({"train_end": "2020-01-01", "holdout_end": "2019-06-01"}, "split train_end 2020-01-01 "
+     "leaves no session before holdout_end 2019-05-31 for the holdout"),
+    # numpy would read "20191328" as the year 20,191,328
+    ({"train_end": "20191328"}, "split train_end = '20191328' is not a date (expected "
+     "YYYY-MM-DD)"),
 ])
 def test_bad_splits_are_one_line_errors(split: dict, message: str) -> None:
     with pytest.raises(ValueError) as info:
@@ -141,3 +149,14 @@ def test_a_partial_split_in_a_toml_is_completed_on_the_market(tmp_path, cli) -> 
     assert lines[0] == lines[1] and "holdout 2024-12-30 .. 2026-08-21" in lines[0][0]
     with pytest.raises(ValueError, match=r"^split train_end = '2024-13-28' is not a date"):
         EnvConfig(split={"train_end": "2024-13-28"})
+
+
+def test_the_basic_date_form_is_the_iso_date() -> None:
+    """``20191228`` (text, or a TOML integer) is 2019-12-28, not the year 20,191,228: it used to
+    resolve to an empty holdout with an error about a date the user never wrote."""
+    iso = gymkit.make("us46-default", split={"train_end": "2019-12-28"}, archive={"seed": "none"})
+    for value in ("20191228", 20191228):
+        env = gymkit.make("us46-default", split={"train_end": value}, archive={"seed": "none"})
+        assert env.config.split == iso.config.split and env.fingerprint == iso.fingerprint
+    cfg = EnvConfig.from_toml(EnvConfig(split={"train_end": 20191228}).to_toml())
+    assert cfg.split == {"train_end": "2019-12-28"}

@@ -62,6 +62,11 @@ from gymkit.data.validate import (
 )
 
 Layout = Literal["long", "wide"]
+#: File suffixes of a panel file: Parquet, then CSV (``.csv.gz`` too).
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PANEL_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES
+
 #: Separator between field and ticker in wide column names (``close:AAPL``).
 WIDE_SEPARATOR = ":"
 _WIDE_FIELDS = tuple(c for c in KNOWN_COLUMNS if c not in ("date", "ticker"))
@@ -103,9 +108,9 @@ def read_source(source: Any, *, max_bytes: int | None = None) -> pl.DataFrame:
         if not p.is_file():
             raise FileNotFoundError(f"panel file not found: {clip(p, 200)}")
         name = p.name.lower()
-        if name.endswith((".parquet", ".pq")):
+        if name.endswith(PARQUET_SUFFIXES):
             return read_parquet_file(p, max_bytes)
-        if name.endswith((".csv", ".csv.gz")):
+        if name.endswith(CSV_SUFFIXES):
             return read_csv_file(p, max_bytes)
         raise ValueError(
             f"unsupported panel file type {clip(p.name)!r}: expected .csv, .csv.gz, .parquet "

@@ -34,14 +34,23 @@ from typing import Any
 
 from gymkit.verifiers.channels import INVALID_REWARDS
 
-__all__ = ["INTERNAL_REWARD", "MEMO_SIZE", "InternalResult", "brief_text_of", "clear_memo",
-           "completion_text", "get_env", "group_keys", "parse_env_ref", "score_group_safe", "score_rows"]
+__all__ = [
+    "INTERNAL_REWARD",
+    "MEMO_SIZE",
+    "InternalResult",
+    "UnknownEnvironment",
+    "brief_text_of",
+    "clear_memo",
+    "completion_text",
+    "get_env",
+    "group_keys",
+    "parse_env_ref",
+    "score_group_safe",
+    "score_rows",
+]
 
 #: The scalar reward of an internal scoring error: the table's lowest (module doc).
 INTERNAL_REWARD: float = min(INVALID_REWARDS.values())
-
-#: Suffixes of the files :func:`gymkit.data.load_panel` reads (a market reference's file).
-PANEL_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
 #: Number of scored groups kept in the per-process memo.
 MEMO_SIZE = 4096
@@ -50,10 +59,15 @@ _ENVS: dict[str, Any] = {}
 _MEMO: OrderedDict[str, list[Any]] = OrderedDict()
 
 
+class UnknownEnvironment(ValueError):
+    """A reference that names no environment (:func:`parse_env_ref`), not a missing file."""
+
+
 def parse_env_ref(ref: str) -> tuple[str, str | None]:
     """``(environment, market file or None)`` named by ``ref``: a registered id or a ``.toml``
     path, optionally followed by ``@<market file>`` (the form ``gymkit briefs --market`` writes,
-    :func:`gymkit.adapters.datasets.env_ref`).  ``ValueError`` (one line) for anything else."""
+    :func:`gymkit.adapters.datasets.env_ref`).  :class:`UnknownEnvironment` when it names no
+    environment, ``ValueError`` when it names one whose market file is missing (one line each)."""
     from gymkit.registry import ENVIRONMENTS, list_envs
 
     def is_env(s: str) -> bool:
@@ -76,8 +90,8 @@ def parse_env_ref(ref: str) -> tuple[str, str | None]:
                 f", resolved against the working directory {Path.cwd()}")
             raise ValueError(f"environment {named[0]!r} names the market file {named[1]!r}, which "
                              f"does not exist here{where}")
-    raise ValueError(f"unknown environment {ref!r}: expected a registered id {list_envs()} or an "
-                     "existing .toml, optionally followed by @<existing market file>")
+    raise UnknownEnvironment(f"unknown environment {ref!r}: expected a registered id {list_envs()} "
+                             "or an existing .toml, optionally followed by @<existing market file>")
 
 
 def get_env(env_id: str) -> Any:
@@ -93,7 +107,7 @@ def get_env(env_id: str) -> Any:
         if market is None:
             env = make(name)
         else:
-            from gymkit.data.loaders import load_panel
+            from gymkit.data.loaders import PANEL_SUFFIXES, load_panel
 
             try:
                 panel = load_panel(market)

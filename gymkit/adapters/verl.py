@@ -37,6 +37,7 @@ from typing import Any
 from gymkit.adapters.common import (
     INTERNAL_REWARD,
     InternalResult,
+    UnknownEnvironment,
     get_env,
     parse_env_ref,
     score_rows,
@@ -59,9 +60,10 @@ def env_id_of(data_source: Any, where: str = "data_source") -> str:
         try:
             parse_env_ref(data_source[7:])
             return data_source[7:]
-        except ValueError as exc:
-            if not str(exc).startswith("unknown environment"):  # a named market file is missing
-                raise ValueError(f"{where}: data_source {data_source!r}: {exc}") from None
+        except UnknownEnvironment:
+            pass
+        except ValueError as exc:  # an environment whose market file is missing
+            raise ValueError(f"{where}: data_source {data_source!r}: {exc}") from None
     raise ValueError(f"{where}: unknown data_source {data_source!r}; gymkit scores "
                      f"{['gymkit/' + e for e in list_envs()]}, gymkit/<existing .toml> and either "
                      "followed by @<existing market file> (route other data sources to their own "

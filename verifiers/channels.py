@@ -531,9 +531,15 @@ def novelty_syntax_why(card: ScoreCard, p: ChannelParams) -> str:
     return f"known canonical form ({where}): {p.duplicate_penalty:g} × {int(in_arc) + dups}"
 
 
+def cap_binds(card: ScoreCard) -> bool:
+    """True when R10 fired on ``card`` and the cap set its reward to 0 (a reward that would
+    otherwise have been positive); False when it fired on a reward that is negative anyway."""
+    return bool(card.motif_capped and card.reward == 0.0)
+
+
 def _guard_outcome(card: ScoreCard) -> str:
     """What R10 firing did to the card: the cap binds only on a reward that would be positive."""
-    if card.reward == 0.0:
+    if cap_binds(card):
         return "reward capped at 0, no positive advantage (ranked below every eligible answer)"
     return "its reward is negative already, so the cap does not bind"
 

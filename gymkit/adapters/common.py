@@ -44,6 +44,7 @@ __all__ = [
     "completion_text",
     "get_env",
     "group_keys",
+    "model_call_failed",
     "parse_env_ref",
     "score_group_safe",
     "score_rows",
@@ -92,6 +93,15 @@ def parse_env_ref(ref: str) -> tuple[str, str | None]:
                              f"does not exist here{where}")
     raise UnknownEnvironment(f"unknown environment {ref!r}: expected a registered id {list_envs()} "
                              "or an existing .toml, optionally followed by @<existing market file>")
+
+
+def model_call_failed(state: Any) -> bool:
+    """True where verifiers (0.2) recorded a failed model call for a rollout: its ``state`` holds
+    an ``error`` (a provider error, a timeout, a malformed response; the rollout then stopped)."""
+    try:
+        return state is not None and state.get("error") is not None
+    except AttributeError:
+        return False
 
 
 def get_env(env_id: str) -> Any:

@@ -29,7 +29,7 @@ from typing import Any
 from datasets import Dataset
 
 import verifiers as vf
-from gymkit.adapters.common import brief_text_of, completion_text, get_env
+from gymkit.adapters.common import brief_text_of, completion_text, get_env, model_call_failed
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 from gymkit.research import DEFAULT_BUDGET, NO_SUBMIT_REWARD, ResearchEnv
 
@@ -50,10 +50,7 @@ def research_reward(state: Any = None, **kwargs: Any) -> float:
 
 def research_model_error(state: Any = None, **kwargs: Any) -> float:
     """1.0 when verifiers recorded a failed model call for this rollout (module doc), else 0."""
-    try:
-        return 1.0 if state is not None and state.get("error") is not None else 0.0
-    except AttributeError:
-        return 0.0
+    return 1.0 if model_call_failed(state) else 0.0
 
 
 def _monitor(key: str) -> Any:

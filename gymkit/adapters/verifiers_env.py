@@ -45,6 +45,7 @@ from gymkit.adapters.common import (
     brief_text_of,
     completion_text,
     get_env,
+    model_call_failed,
     score_group_safe,
 )
 from gymkit.adapters.datasets import brief_rows
@@ -76,7 +77,7 @@ class VerifiersChannel:
         """The value of this rollout's answer (module doc); never raises."""
         brief_id = info.get("brief_id") if isinstance(info, dict) else None
         state = kwargs.get("state")
-        if _model_failed(state):
+        if model_call_failed(state):
             if self.channel == "model_error":
                 return 1.0
             return INTERNAL_REWARD if self.channel == "reward" else 0.0
@@ -97,14 +98,6 @@ class VerifiersChannel:
         if self.channel == "reward":
             return float(res.reward)
         return float(res.channels[self.channel])
-
-
-def _model_failed(state: Any) -> bool:
-    """True where verifiers recorded a failed model call for this rollout (module doc)."""
-    try:
-        return state is not None and state.get("error") is not None
-    except AttributeError:
-        return False
 
 
 def _legacy(env_id: str, split: str, n_briefs: int, brief_seed: int, **kwargs: Any) -> Any:

@@ -52,7 +52,7 @@ def _answers(args: argparse.Namespace) -> list[str]:
 def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     """The one-answer table: status line, channels with reasons, backtest numbers."""
     from gymkit.report.why import channel_reasons
-    from gymkit.verifiers.channels import channel
+    from gymkit.verifiers.channels import cap_binds, channel
 
     ok = _color("VALID", "32;1") if card.valid else _color("INVALID", "31;1")
     lines = [f"{ok}  reward {card.reward:+.3f}  {card.formula or ''}"]
@@ -66,8 +66,7 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
         pr = priorities[name]
         lines.append(f"  {channel(name).id:<4} {name:<18} {v:>+7.3f} {pr:>5g} {pr * v:>+8.3f}  {why[name]}")
     lines.append(f"  {'':<4} {'reward':<18} {'':>7} {'':>5} {card.reward:>+8.3f}"
-                 + ("  capped at 0 by the motif guard" if card.motif_capped and card.reward == 0.0
-                    else ""))
+                 + ("  capped at 0 by the motif guard" if cap_binds(card) else ""))
     m = card.metrics
     if "sharpe" in m:
         fac = m.get("factors", {})

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gymkit.card import ScoreCard
-from gymkit.verifiers.channels import channel
+from gymkit.verifiers.channels import cap_binds, channel
 
 from . import figures as fg
 from .analysis import (
@@ -287,7 +287,7 @@ def _reward_why(c: ScoreCard, total: float) -> str:
     """How the card's scalar reward follows from Σ priority × value (verifiers/channels.py)."""
     if not c.valid:
         return "invalid: the fixed value of its gate layer (every invalid answer below every valid one)"
-    if c.motif_capped and c.reward == 0.0:  # R10 fired on a reward that would be positive
+    if cap_binds(c):
         return "capped at 0 by the motif guard"
     if total < 0:
         return f"Σ priority × value = {total:+.3f}, softly floored: 2·s/(2 − s)"

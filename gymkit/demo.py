@@ -137,8 +137,11 @@ def format_summary(run: DemoRun) -> str:
         f"  time: environment {run.t_make:.2f} s (once), group {run.t_group * 1e3:.0f} ms; "
         f"median per answer by phase (ms): {split}",
     ]
-    notes = sorted({n for c in cards for n in c.notes})
-    lines += [f"  note: {n}" for n in notes]
+    who: dict[str, list[int]] = {}
+    for i, card in enumerate(cards):
+        for n in card.notes:
+            who.setdefault(n, []).append(i)
+    lines += [f"  note ({', '.join(f'#{i}' for i in idx)}): {n}" for n, idx in sorted(who.items())]
     return "\n".join(lines)
 
 

@@ -116,6 +116,10 @@ def test_demo_writes_the_tear_sheet_and_prints_its_path_last(capsys, tmp_path):
     html = (out_dir / "index.html").read_text()
     assert '<section id="channels"' in html and "Generated" not in html
     assert "sessions" in out and "GDPO:" in out
+    # every note names the answers it is about: the capped factor clone (#3) is named
+    notes = [ln.strip() for ln in lines if ln.strip().startswith("note")]
+    assert notes and all(n.startswith("note (#") for n in notes)
+    assert any(n.startswith("note (#3") and "reward capped at 0" in n for n in notes)
 
 
 def test_demo_json_and_no_report(capsys, tmp_path):

@@ -22,7 +22,8 @@ with an unpaired surrogate (``"\\ud800"``) becomes an *error row* — ``id``, ``
 ``invalid_unicode``; the message names FILE:LINE and the reason) — and the run goes on.
 :func:`read_records` stays strict (raises on the first bad record).
 
-Resume: ids already in the output (error rows included) are skipped.  JSONL output is appended and flushed per
+Resume: ids already in the output (error rows included) are skipped; an output whose cards were
+scored on another environment, market, split or archive (their fingerprints) is refused.  JSONL output is appended and flushed per
 answer (a torn last line from a crash is cut off first); Parquet output accumulates in
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
 
@@ -211,6 +212,32 @@ def read_records(path: str | Path, *, field: str = "completion", id_field: str =
 
 
 # ------------------------------------------------------------------ output side
+#: What a resumed output must share with this run: rows made elsewhere would be mixed in.
+_PROVENANCE = (("env_fingerprint", "environment"), ("archive_digest", "novelty archive"))
+
+
+def _check_provenance(rows: Iterable[dict[str, Any]], env: Any, out: Path) -> None:
+    """Refuse to resume ``out`` when a card row in it was scored by another environment, market
+    or archive than ``env`` (error rows carry no provenance and are not compared)."""
+    have = {"env_fingerprint": env.fingerprint, "archive_digest": env.archive.digest}
+    for n, row in enumerate(rows, 1):
+        for key, what in _PROVENANCE:
+            old = row.get(key)
+            if old is not None and old != have[key]:
+                raise ValueError(
+                    f"{out}: row {n} (id {row.get('id')!r}) was scored on another {what} "
+                    f"({key} {str(old)[:12]}, this run {have[key][:12]}: another environment, "
+                    "market, split or archive); resuming would mix the two in one file: "
+                    "pass --restart or another --out")
+
+
+def _card_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL output (already repaired by :func:`_repair_jsonl`)."""
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
 def _repair_jsonl(path: Path) -> set[str]:
     """Ids already in a JSONL output; a torn last line (no newline, bad JSON) is cut off."""
     if not path.exists():
@@ -486,6 +513,9 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
             p.unlink(missing_ok=True)
     old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
     done = {str(r["id"]) for r in old_rows} | _repair_jsonl(partial)
+    if done:  # resuming: every card already there must be this run's environment's
+        env = gymkit.make(env_id) if env is None else env
+        _check_provenance([*old_rows, *_card_rows(partial)], env, out_p)
     todo = [r for r in records if r.id not in done]
     batches = list(_batches(todo))
     good = [b for b in batches if b[0].error is None]

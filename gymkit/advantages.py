@@ -12,7 +12,12 @@ must stay zero-sum.  After the GDPO sum ``A``:
    caps its scalar reward at 0, so GDPO gives it no positive advantage either; or — when
    ``floor`` is set — whose core score is ``<= floor``) is clamped to ``min(A_i, 0, u)``, where ``u <= 0`` is the lowest eligible
    advantage after centring the eligible answers on their mean; an invalid answer is further
-   clamped below every floored or guarded valid one;
+   clamped below every floored or guarded valid one.  When the eligible answers have no
+   spread (one eligible answer, or all equal) ``u`` would be 0, and a group of one valid answer
+   among invalid ones whose GDPO sums are >= 0 (a missing tag's R1 of −1.0 beats a valid
+   answer's −1.2) would end all zero: no signal that valid beats invalid.  There ``u`` is
+   ``−|priority of the core channel|`` instead (one standard deviation of the core channel,
+   1 if that priority is 0), so every non-eligible answer ends strictly below the eligible ones;
 2. the eligible answers are shifted by one common constant ``s >= 0`` so that ``sum(A) == 0``.
    Since ``s >= 0``, every invalid answer ends at or below every valid answer (order), at or
    below 0 (sign), and where no clamp binds the result is the plain clamp-and-recentre;
@@ -113,9 +118,12 @@ def _check_inputs(channels: np.ndarray, priorities: np.ndarray, valid: np.ndarra
         raise ValueError("priorities must be finite")
 
 
-def _project(adv: np.ndarray, eligible: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Steps 1-2 of the validity projection (module doc) for a group with an eligible answer."""
+def _project(adv: np.ndarray, eligible: np.ndarray, valid: np.ndarray, gap: float) -> np.ndarray:
+    """Steps 1-2 of the validity projection (module doc) for a group with an eligible answer;
+    ``gap`` > 0: the bound below the eligible answers when they have no spread of their own."""
     lowest = min(float((adv[eligible] - adv[eligible].mean()).min()), 0.0)
+    if lowest == 0.0:  # one eligible answer (or all equal): a bound of 0 would tie them with the rest
+        lowest = -gap
     out = adv.copy()
     floored = ~eligible & valid
     out[floored] = np.minimum(adv[floored], lowest)
@@ -140,7 +148,9 @@ def gdpo_advantages(
     ``core``, R1 cpcv by default) is ``<= floor`` get no positive advantage; ``guarded``
     (G,) booleans: answers the motif guard capped (``ScoreCard.motif_capped``) get none
     either.  Guarantees: ``sum(adv) == 0`` up to float rounding, ``adv[i] <= 0`` for every
-    invalid, floored or guarded answer, and every invalid answer's advantage ``<=`` every valid answer's.  Raises ``ValueError`` naming the offending shape or cell on bad input.
+    invalid, floored or guarded answer, every invalid answer's advantage ``<=`` every valid
+    answer's, and, where an answer is eligible, every non-eligible answer's ``<`` every eligible
+    answer's (a group with an eligible and a non-eligible answer always carries signal).  Raises ``ValueError`` naming the offending shape or cell on bad input.
     """
     x = np.asarray(channel_matrix, dtype=np.float64)
     p = np.asarray(priorities, dtype=np.float64)
@@ -163,7 +173,8 @@ def gdpo_advantages(
     if n_eligible == 0:
         adv = np.zeros_like(adv)
     else:
-        adv = _project(adv, eligible, v)
+        gap = float(abs(p[core])) or 1.0
+        adv = _project(adv, eligible, v, gap)
 
     share = float(np.mean(np.abs(adv) > ZERO_TOL))
     notes: list[str] = []

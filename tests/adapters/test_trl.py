@@ -194,3 +194,33 @@ def test_trl_aggregation_never_ranks_an_invalid_answer_above_a_valid_one(case) -
         a, v = adv[grp], valid[grp]
         if v.any() and (~v).any():
             assert a[~v].max() < a[v].min(), (a, v)
+
+
+def test_real_trl_advantage_mode_one_valid_answer_among_invalid_ones(env, brief_ids) -> None:
+    """Early training: one valid answer in a group of missing tags.  Its R1 (≈ −1.1) is below a
+    missing tag's −1.0, so its GDPO sum is below theirs; the projection used to tie it with them
+    at 0 and the whole group carried no gradient (TRL logged loss 0, grad_norm 0).  Through TRL's
+    own reward call, the valid answer now gets a positive advantage and each missing tag a
+    negative one; the group stays zero-sum, so TRL's centring (scale_rewards="none") keeps it."""
+    import torch
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    g = 4
+    comps = ["<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"] + ["no tag at all"] * (g - 1)
+    ids = [brief_ids[0]] * g
+    prompts = [f"prompt {ids[0]}"] * g
+    funcs = reward_funcs("us46-default", mode="advantage", num_generations=g)
+    fake = types.SimpleNamespace(
+        accelerator=types.SimpleNamespace(device="cpu", is_main_process=True),
+        reward_funcs=funcs, reward_processing_classes=[None], reward_func_names=[funcs[0].__name__],
+        state=types.SimpleNamespace(global_step=0), args=types.SimpleNamespace(report_to=[]),
+        _log_completion_extra=None, _log_metric=None, environments=None, async_loop=None)
+    inputs = [{"prompt": p, "completion": c, "brief_id": i} for p, c, i in zip(prompts, comps, ids, strict=True)]
+    rpf = GRPOTrainer._calculate_rewards(fake, inputs, prompts, comps, [[0]] * g)
+    adv = rpf.numpy()[:, 0].astype(float)
+    cards = env.score_group(comps, brief=common.brief_text_of(ids[0]))
+    assert cards[0].valid and not any(c.valid for c in cards[1:])
+    assert cards[0].channels["cpcv"] < cards[1].channels["cpcv"]  # the case that zeroed the group
+    assert adv[0] > 0 and (adv[1:] < 0).all(), adv
+    assert abs(adv.sum()) < 1e-4
+    assert isinstance(rpf, torch.Tensor)

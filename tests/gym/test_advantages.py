@@ -62,6 +62,33 @@ def test_an_invalid_answer_never_outranks_a_valid_one(group, floor) -> None:
             assert adv[~kept].max() <= adv[kept].min() + ZERO_TOL
 
 
+@SETTINGS
+@given(groups(), st.one_of(st.none(), FINITE), st.data())
+def test_a_group_with_an_eligible_and_a_non_eligible_answer_carries_signal(group, floor, data) -> None:
+    """Strict order: every non-eligible answer (invalid, floored, guarded) ends strictly below
+    every eligible one, also where the eligible answers have no spread (one of them, or equal):
+    there the old bound of 0 tied a lone valid answer with the invalid ones and zeroed the group."""
+    x, p, v = group
+    guarded = data.draw(arrays(np.bool_, v.shape)) & v
+    adv, _ = _quiet(x, p, v, floor=floor, guarded=guarded)
+    eligible = v & ~guarded & ((x[:, 0] > floor) if floor is not None else True)
+    if eligible.any() and (~eligible).any():
+        assert adv[~eligible].max() < adv[eligible].min()
+
+
+def test_one_valid_answer_among_invalid_ones_gets_the_signal() -> None:
+    """The helper's group: a valid answer whose R1 (−1.24) is below a missing tag's −1.0, so its
+    GDPO sum is below theirs; it still gets a positive advantage and each invalid one a negative."""
+    x = np.array([[-1.24, -0.3]] + [[-1.0, 0.0]] * 7)
+    p = np.array([3.0, 1.0])
+    v = np.array([True] + [False] * 7)
+    adv, info = gdpo_advantages(x, p, v)
+    np.testing.assert_array_equal(adv, [21.0] + [-3.0] * 7)  # u = −|p_core| = −3, then zero-sum
+    assert info.share_nonzero == 1.0 and not info.warnings
+    two, _ = gdpo_advantages(np.vstack([x, x[:1]]), p, np.append(v, True))  # two equal valid ones
+    np.testing.assert_allclose(two, [10.5] + [-3.0] * 7 + [10.5], rtol=1e-15)
+
+
 def test_order_holds_where_the_sign_clamp_alone_failed() -> None:
     """The harsh-market case: valid answers' core channel clipped far below the invalid
     answers' value, so plain GDPO ranks the invalid answer above a valid one; the projection

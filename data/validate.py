@@ -55,6 +55,7 @@ RULES: dict[str, tuple[bool, str]] = {
     "low-above-open-close": (False, "low > min(open, close)"),
     "negative-volume": (False, "volume < 0"),
     "non-positive-cap": (False, "cap <= 0"),
+    "empty-column": (True, "a required price or volume column holds no value at all"),
 }
 
 
@@ -519,6 +520,22 @@ def _check_cells(chk: _Checker) -> None:
         )
 
 
+#: What a required numeric column is for, in the empty-column message.
+_USED_FOR = {"open": "the book fills and earns at the open", "close": "returns come from the close",
+             "high": "formulas read it", "low": "formulas read it", "volume": "formulas read it"}
+
+
+def _check_filled(chk: _Checker) -> None:
+    """A required price or volume column with no value on any row (after masking) is as absent
+    as a missing column: an empty open would score every book as costs with no fills."""
+    for c in REQUIRED_COLUMNS[2:]:
+        if chk.df.get_column(c).null_count() == chk.df.height:
+            raise ValidationError(
+                "empty-column", f"no value in any of its {chk.df.height:,} rows ({_USED_FOR[c]}); "
+                f"map the column that holds it (--columns {c}=NAME, load_panel(columns=...))",
+                column=c)
+
+
 def validate_long(
     frame: pl.DataFrame,
     *,
@@ -557,5 +574,6 @@ def validate_long(
     _check_tickers_and_groups(chk)
     _check_actions(chk)
     _check_cells(chk)
+    _check_filled(chk)
     ordered = {r: chk.counts[r] for r in RULES if r in chk.counts}
     return chk.df, ValidationReport(ordered, {r: chk.first[r] for r in ordered})

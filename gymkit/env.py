@@ -173,7 +173,11 @@ class Environment:
             c.name for c in CHANNELS if c.name in self.channels or c.name == "brief_compliance")
         self._priority_of = {n: config.priorities[n] for n in self.briefed_channels}
         self.split_note = split_note  # how the split was derived, when make() derived it
+        from gymkit.holdout import holdout_problem
+
+        no_holdout = holdout_problem(self.market, split)
         self.notes: tuple[str, ...] = (*((split_note,) if split_note else ()),
+                                       *((f"holdout: {no_holdout}",) if no_holdout else ()),
                                        *self._inactive_notes())
         self.archive: NoveltyArchive = seeded_archive(
             self.setup, config.archive["seed"], config.archive["capacity"], self.n_days,

@@ -53,7 +53,8 @@ from typing import Any
 __all__ = ["EXCESS_TURNOVER", "HOLDOUT_CLIP", "LEDGER_ENV", "HoldoutLedger", "HoldoutRefused",
            "Look", "check_holdout_unused", "claim_answers", "claim_holdout", "default_ledger_path",
            "forced_line", "formula_forms", "formula_set_digest", "holdout_backtest",
-           "holdout_figures", "holdout_run", "holdout_score", "score_holdout", "write_holdout_once"]
+           "holdout_figures", "holdout_problem", "holdout_run", "holdout_score", "score_holdout",
+           "write_holdout_once"]
 
 #: Holdout scores are clipped to ±this.
 HOLDOUT_CLIP = 5.0
@@ -181,12 +182,32 @@ class HoldoutLedger:
                          (result_sha256, look.id))
 
 
+def holdout_problem(market: Any, split: Any) -> str | None:
+    """Why no holdout book can be held on ``market`` under ``split``, or None: a book needs at
+    least 2 stocks with an open (it fills and earns at the open) on a holdout session."""
+    import numpy as np
+
+    rows = split.holdout_mask(market.dates)
+    priced = np.isfinite(market.open[rows])
+    if priced.size and int(priced.sum(axis=1).max()) >= 2:
+        return None
+    names = [str(t) for t, ok in zip(market.tickers, priced.any(axis=0), strict=True) if ok]
+    which = f" ({', '.join(names)})" if names else ""
+    return (f"the holdout {split.holdout_start}..{split.holdout_end} has an open price for "
+            f"{len(names)} stock{'s' * (len(names) != 1)}{which} on its sessions, never 2 on one "
+            "day: a book needs at least 2, so there is no holdout to score")
+
+
 def claim_holdout(env: Any, canonicals: Sequence[str], *, command: str, force: bool = False,
                   ledger: str | Path | HoldoutLedger | None = None) -> Look:
-    """Claim the holdout look of ``canonicals`` on ``env`` (module doc); returns the look."""
+    """Claim the holdout look of ``canonicals`` on ``env`` (module doc); returns the look.
+    ``ValueError`` (nothing claimed) when no answer is valid or the holdout can hold no book."""
     digest, n = formula_set_digest(canonicals)
     if n == 0:
         raise ValueError("no valid formula: there is no holdout to score")
+    problem = holdout_problem(env.market, env.config.split_obj)
+    if problem is not None:
+        raise ValueError(f"{problem} (the look is not spent)")
     if isinstance(ledger, HoldoutLedger):
         return ledger.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
     with HoldoutLedger(ledger) as db:

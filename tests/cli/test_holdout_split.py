@@ -65,3 +65,44 @@ def test_resolve_split_counts_holdout_sessions(market):
     assert "holdout" in note and split.holdout_start == str(dates[T - 8])
     with pytest.raises(ValueError, match=r"^split leaves 7 holdout sessions .*at least 8"):
         resolve_split(dates, {"train_end": str(dates[T - 8])}, min_holdout=8)
+
+
+@pytest.fixture(scope="module")
+def lonely_holdout(tmp_path_factory, eight_stock_csv):
+    """The user CSV with one stock only in its last 252 sessions (the derived holdout): the
+    other seven stopped trading (a vendor file of a delisted universe)."""
+    import pandas as pd
+
+    frame = pd.read_csv(eight_stock_csv())
+    dates = sorted(frame["date"].unique())
+    keep = (frame["date"] < dates[T - 252]) | (frame["ticker"] == frame["ticker"].iloc[0])
+    path = tmp_path_factory.mktemp("lonely") / "lonely.csv"
+    frame[keep].to_csv(path, index=False)
+    return path, frame["ticker"].iloc[0]
+
+
+@pytest.mark.parametrize("command", [
+    ["probe", "--answers", "{a}", "--holdout", "--out", "{out}"],
+    ["book", "--answers", "{a}", "--window", "holdout"],
+])
+def test_a_holdout_with_one_priced_stock_is_refused_and_no_look_spent(lonely_holdout, tmp_path,
+                                                                      capsys, command):
+    path, ticker = lonely_holdout
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"completion": "<alpha>rank(-ts_sum(returns, 5))</alpha>"}\n')
+    argv = [x.format(a=answers, out=tmp_path / "p") for x in command] + ["--market", str(path)]
+    for _ in range(2):  # the same error twice: the look was never claimed
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        lines = [x for x in err.splitlines() if x.strip() and "note:" not in x]
+        assert len(lines) == 1, err
+        assert f"has an open price for 1 stock ({ticker})" in lines[0]
+        assert "the look is not spent" in lines[0]
+    assert _looks(tmp_path) == 0
+    # train-window commands still run on it, and the environment says why the holdout cannot
+    assert main(["score", "rank(-ts_sum(returns, 5))", "--market", str(path)]) == 0
+    import gymkit
+    from gymkit.data import load_panel
+
+    env = gymkit.make("us46-default", market=load_panel(path))
+    assert any(n.startswith("holdout: the holdout") for n in env.notes)

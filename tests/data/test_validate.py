@@ -137,6 +137,11 @@ CASES = [
         BASE.with_columns(cap=pl.Series([1e9, -1.0, 1e9, 1e9])),
         "[non-positive-cap] BBB 2014-06-09: cap -1 must be > 0",
     ),
+    (
+        BASE.with_columns(open=pl.lit(None, dtype=pl.Float64)),
+        "[empty-column] column 'open': no value in any of its 4 rows (the book fills and earns at "
+        "the open); map the column that holds it (--columns open=NAME, load_panel(columns=...))",
+    ),
 ]
 
 
@@ -265,6 +270,15 @@ def test_strict_false_warns_once_and_clean_input_does_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_panel(BASE, strict=False)
+
+
+def test_an_open_column_emptied_by_lenient_masking_is_an_error_too():
+    """Every open 0: lenient masks each cell, which leaves the column empty; a book on it would
+    pay costs and earn nothing, so it is refused like a missing column."""
+    with pytest.raises(ValidationError, match=r"^\[empty-column\] column 'open': no value"):
+        load_panel(BASE.with_columns(open=pl.lit(0.0)), strict=False)
+    p = load_panel(_set(BASE, "open", 1, None), strict=False)  # one missing open stays a warning
+    assert np.isnan(p.open).sum() == 1
 
 
 def test_structural_rules_raise_even_when_not_strict():

@@ -47,7 +47,7 @@ RULES: dict[str, tuple[bool, str]] = {
     "non-session": (False, "a date is not an NYSE session"),
     "too-few-tickers": (True, "fewer than 2 tickers"),
     "inconsistent-group": (True, "a ticker's sector/industry label changes over time"),
-    "bad-split": (True, "a split coefficient is not finite and > 0"),
+    "bad-split": (True, "a split coefficient is not finite and > 0 (0 means no split)"),
     "bad-dividend": (True, "a dividend is not finite and >= 0"),
     "non-finite": (False, "a number is +inf or -inf"),
     "non-positive-price": (False, "open/high/low/close <= 0"),
@@ -442,13 +442,16 @@ def _check_tickers_and_groups(chk: _Checker) -> None:
 
 
 def _check_actions(chk: _Checker) -> None:
+    if "split" in chk.df.columns:  # 0 is "no split" (yfinance's Stock Splits), as null is
+        chk.df = chk.df.with_columns(
+            pl.when(pl.col("split") == 0.0).then(None).otherwise(pl.col("split")).alias("split"))
     df = chk.df
     if "split" in df.columns:
         bad = df.get_column("split")
         chk.flag(
             "bad-split",
             bad.is_infinite() | (bad <= 0.0),
-            lambda r, i: f"split {_fmt(r['split'])} must be finite and > 0",
+            lambda r, i: f"split {_fmt(r['split'])} must be finite and > 0 (0 or empty: no split)",
         )
     if "dividend" in df.columns:
         bad = df.get_column("dividend")

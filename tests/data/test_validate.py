@@ -126,8 +126,8 @@ CASES = [
         "[bad-ticker] 2014-06-10: ticker in row 2 is missing or empty",
     ),
     (
-        BASE.with_columns(split=pl.Series([1.0, 0.0, 1.0, 1.0])),
-        "[bad-split] BBB 2014-06-09: split 0 must be finite and > 0",
+        BASE.with_columns(split=pl.Series([1.0, -2.0, 1.0, 1.0])),
+        "[bad-split] BBB 2014-06-09: split -2 must be finite and > 0 (0 or empty: no split)",
     ),
     (
         BASE.with_columns(dividend=pl.Series([0.0, -0.5, 0.0, 0.0])),
@@ -279,6 +279,17 @@ def test_an_open_column_emptied_by_lenient_masking_is_an_error_too():
         load_panel(BASE.with_columns(open=pl.lit(0.0)), strict=False)
     p = load_panel(_set(BASE, "open", 1, None), strict=False)  # one missing open stays a warning
     assert np.isnan(p.open).sum() == 1
+
+
+def test_a_zero_split_is_no_split_as_yfinance_writes_it():
+    """yfinance's "Stock Splits" is 0 on every ordinary day: it loads, raw or adjusted, exactly as
+    the same file with 1 (or empty) there; a real split (2 on day 2) still adjusts."""
+    zero = BASE.with_columns(split=pl.Series([0.0, 0.0, 2.0, 0.0]))
+    one = BASE.with_columns(split=pl.Series([1.0, 1.0, 2.0, None]))
+    for adjust in (False, True):
+        a, b = load_panel(zero, adjust=adjust), load_panel(one, adjust=adjust)
+        assert a.fingerprint == b.fingerprint
+    assert load_panel(zero, adjust=True).close[0, 0] == pytest.approx(10.5 / 2)
 
 
 def test_structural_rules_raise_even_when_not_strict():

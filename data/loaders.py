@@ -53,6 +53,7 @@ from gymkit.data.quality import quality_warnings
 from gymkit.data.reading import read_csv_file, read_parquet_file
 from gymkit.data.validate import (
     KNOWN_COLUMNS,
+    REQUIRED_COLUMNS,
     ValidationError,
     ValidationReport,
     clip,
@@ -251,7 +252,8 @@ def load_panel_with_report(
 def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
           calendar_check: bool, columns: Mapping[str, str] | None,
           max_bytes: int | None) -> tuple[Panel, ValidationReport]:
-    frame, notes = normalise_columns(read_source(source, max_bytes=max_bytes), columns)
+    raw = read_source(source, max_bytes=max_bytes)
+    frame, notes = normalise_columns(raw, columns)
     kind = layout or detect_layout(frame)
     if kind == "wide":
         if frame.width == 0 or frame.height == 0:
@@ -272,6 +274,13 @@ def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
                 {"unsorted": order["first"], **report.first},
             )
     elif kind == "long":
+        missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+        if missing and frame.height and frame.width:  # name the file's own columns, not ours
+            c = missing[0]
+            raise ValidationError(
+                "missing-column", f"required; no column of the input is a known name for it "
+                f"(the input's columns: {list_columns(raw.columns)}): map one with "
+                f"--columns {c}=NAME (load_panel(columns={{{c!r}: NAME}}))", column=c)
         clean, report = validate_long(frame, strict=strict, calendar_check=calendar_check)
     else:
         raise ValueError(f"layout must be 'long', 'wide' or None, got {layout!r}")

@@ -94,8 +94,9 @@ CASES = [
     ),
     (
         BASE.drop("volume"),
-        "[missing-column] column 'volume': required; got columns "
-        "['date', 'ticker', 'open', 'high', 'low', 'close']",
+        "[missing-column] column 'volume': required; no column of the input is a known name for "
+        "it (the input's columns: ['date', 'ticker', 'open', 'high', 'low', 'close']): map one "
+        "with --columns volume=NAME (load_panel(columns={'volume': NAME}))",
     ),
     (BASE.head(0), "[empty-panel] panel: no rows"),
     (
@@ -279,6 +280,19 @@ def test_an_open_column_emptied_by_lenient_masking_is_an_error_too():
         load_panel(BASE.with_columns(open=pl.lit(0.0)), strict=False)
     p = load_panel(_set(BASE, "open", 1, None), strict=False)  # one missing open stays a warning
     assert np.isnan(p.open).sum() == 1
+
+
+def test_a_missing_column_names_the_input_s_own_columns():
+    """A CRSP-style file: the error lists its header as written (the names it has), not the
+    schema names left after the aliases, and says how to map one."""
+    crsp = BASE.rename({"ticker": "PERMNO", "open": "OPENPRC", "high": "ASKHI", "low": "BIDLO",
+                        "close": "PRC", "volume": "VOL"}).with_columns(RET=pl.lit(0.0))
+    err = _error(crsp)
+    assert err.rule == "missing-column" and err.column == "open"
+    assert "['date', 'PERMNO', 'OPENPRC', 'ASKHI', 'BIDLO', 'PRC', 'VOL', 'RET']" in str(err)
+    assert "--columns open=NAME" in str(err)
+    p = load_panel(crsp, columns={"open": "OPENPRC", "high": "ASKHI", "low": "BIDLO"})
+    assert tuple(p.tickers) == ("AAA", "BBB")
 
 
 def test_a_zero_split_is_no_split_as_yfinance_writes_it():

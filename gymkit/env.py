@@ -116,7 +116,8 @@ def resolve_market(config: EnvConfig, market: object | None) -> Panel:
 
         return default_market()
     if config.market == "user":
-        raise ValueError(f"environment {config.env_id!r} runs on a user market: pass market=panel")
+        raise ValueError(f"environment {config.env_id!r} runs on a user market: give it one "
+                         "(--market FILE on the command line, market=load_panel(FILE) in Python)")
     from gymkit.data import load_panel
 
     return load_panel(config.market)

@@ -117,7 +117,7 @@ def configure_briefs_cli(p: Any) -> None:
     add_market_args(p, split=False)
 
 
-def _check_strict_market(path: str, fingerprint: str) -> None:
+def _check_strict_market(path: str, fingerprint: str, who: str = "verl's reward function") -> None:
     """``ValueError`` (one line) unless ``path`` loaded strictly, as verl's reward function loads
     a row's ``data_source``, is the market the prompts were written for (``fingerprint``): with
     ``--lenient``, ``--columns`` or ``--adjust`` it may fail there, or, worse, load a different
@@ -133,7 +133,7 @@ def _check_strict_market(path: str, fingerprint: str) -> None:
     except ValueError:
         same = False
     if not same:
-        raise ValueError(f"verl's reward function loads {path} strictly from each row's "
+        raise ValueError(f"{who} loads {path} strictly from each row's "
                          "data_source, without --lenient/--columns/--adjust, which does not give "
                          f"this market: write it once with 'gymkit market clean {path} OUT' (same "
                          "options) and run briefs on OUT")

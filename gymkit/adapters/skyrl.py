@@ -6,7 +6,9 @@ until ``out["done"]``; ``env.get_metrics()``; ``env.close()``.  Here:
 
 * ``env_class`` is ``"gymkit"`` (registered by :func:`register_skyrl_envs`; call it where the
   trainer's entry point registers custom environments) — ``env_config`` may carry ``env_id``
-  (default ``us46-default``);
+  (any reference :func:`gymkit.adapters.common.parse_env_ref` reads: an id, a ``.toml``, either
+  ``@MARKET_FILE``); without it the row's ``data_source`` names the environment (default
+  ``us46-default``);
 * ``extras`` is the dataset row minus ``prompt`` / ``env_class`` (:func:`skyrl_rows`):
   ``reward_spec = {"method": "rule", "ground_truth": brief_id}`` and ``extra_info`` with the
   ``brief_id``; the brief id recovers the brief text (scoring context), nothing private;
@@ -18,7 +20,8 @@ until ``out["done"]``; ``env.get_metrics()``; ``env.close()``.  Here:
 * ``get_metrics()`` = ``{"gymkit_reward", "gymkit_valid", "gymkit_internal", "gymkit_<channel>"...}``
   (numbers, averaged over episodes by SkyRL's default ``aggregate_metrics``).
 
-An unknown ``env_id`` or a row without a brief id is a one-line ``ValueError`` at ``make`` time.
+An unknown environment, a row written for another environment than ``env_config.env_id``, or
+a row without a brief id is a one-line ``ValueError`` at ``make`` time.
 """
 
 from __future__ import annotations
@@ -45,18 +48,35 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
         return default
 
 
+def _environment_of(env_config: Any, extras: Any) -> str:
+    """The environment reference an episode scores on: ``env_config.env_id`` if set, else the
+    row's ``data_source`` after ``gymkit/`` (what :func:`skyrl_rows` writes, a user market's
+    file included), else ``us46-default``; a row written for another environment than
+    ``env_config`` names is a one-line ``ValueError``, as is a reference naming none."""
+    from gymkit.adapters.common import UnknownEnvironment, parse_env_ref
+
+    configured = _get(env_config, "env_id", None)
+    source = _get(extras, "data_source", None)
+    row_ref = source[len("gymkit/"):] if isinstance(source, str) and source.startswith("gymkit/") else None
+    ref = str(configured or row_ref or "us46-default")
+    try:
+        parse_env_ref(ref)
+    except UnknownEnvironment as exc:
+        raise ValueError(f"skyrl env_config.env_id / data_source: {exc}") from None
+    if configured and row_ref and ref != row_ref:
+        raise ValueError(f"skyrl: the row was written for environment {row_ref!r} (its "
+                         f"data_source) but env_config.env_id is {ref!r}: its prompt names that "
+                         "environment's market; drop env_id or rebuild the rows")
+    return ref
+
+
 class GymkitTextEnv(BaseTextEnv):
     """One brief per episode, one answer per episode (module doc)."""
 
     def __init__(self, env_config: Any = None, extras: dict[str, Any] | None = None) -> None:
         super().__init__()
         extras = extras or {}
-        self.env_id = str(_get(env_config, "env_id", None) or "us46-default")
-        from gymkit.registry import list_envs
-
-        if self.env_id not in list_envs():
-            raise ValueError(f"skyrl env_config.env_id: unknown environment {self.env_id!r}; "
-                             f"registered: {list_envs()}")
+        self.env_id = _environment_of(env_config, extras)
         brief_id = _get(_get(extras, "extra_info", {}), "brief_id") or \
             _get(_get(extras, "reward_spec", {}), "ground_truth")
         if not isinstance(brief_id, str) or not brief_id:
@@ -103,9 +123,29 @@ def register_skyrl_envs(env_class: str = ENV_CLASS) -> None:
 
 
 def skyrl_rows(briefs: Sequence[Brief], env: Any | None = None,
-               env_class: str = ENV_CLASS) -> list[dict[str, Any]]:
-    """SkyRL dataset rows: ``prompt``, ``env_class``, ``reward_spec``, ``extra_info``, ``data_source``."""
-    return [{"data_source": f"gymkit/{'us46-default' if env is None else env.config.env_id}",
+               env_class: str = ENV_CLASS, env_id: str | None = None) -> list[dict[str, Any]]:
+    """SkyRL dataset rows: ``prompt``, ``env_class``, ``reward_spec``, ``extra_info``, ``data_source``.
+
+    ``env``: the environment whose market the prompts name (default ``us46-default``);
+    ``env_id``: how the episodes find it again, ``data_source = "gymkit/<env_id>"`` (default the
+    environment's id).  An environment on a user market needs ``env_id`` naming the market file
+    (``gymkit.adapters.datasets.env_ref(id, FILE)``: ``id@/abs/FILE``, loaded strictly, so it
+    must be that market), else the episodes would score on another market than the prompts
+    name: a one-line ``ValueError``."""
+    if env_id is None:
+        if env is not None and env.config.market == "user":
+            raise ValueError("skyrl_rows: env runs on a user market, which a SkyRL episode cannot "
+                             "find from the environment id alone: pass env_id=env_ref("
+                             f"{env.config.env_id!r}, MARKET_FILE) (gymkit.adapters.datasets)")
+        env_id = "us46-default" if env is None else env.config.env_id
+    elif env is not None:
+        from gymkit.adapters.common import parse_env_ref
+        from gymkit.adapters.datasets import _check_strict_market
+
+        _, market = parse_env_ref(env_id)
+        if market is not None:
+            _check_strict_market(market, env.market.fingerprint, "a SkyRL episode")
+    return [{"data_source": f"gymkit/{env_id}",
              "prompt": r["prompt"], "env_class": env_class,
              "reward_spec": {"method": "rule", "ground_truth": r["brief_id"]},
              "extra_info": {"brief_id": r["brief_id"], "split": r["split"]}}

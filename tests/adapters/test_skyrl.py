@@ -83,3 +83,34 @@ def test_bad_config_is_a_one_line_error(rows) -> None:
         _trajectory(rows[0], GROUP[0], DictConfig({"env_id": "nope"}))
     with pytest.raises(ValueError, match="no brief id"):
         skyrl_gym.make(ENV_CLASS, env_config=DictConfig({}), extras={"max_turns": 1})
+
+
+def test_rows_of_a_user_market_score_on_that_market(eight_stock_csv, env, tmp_path, monkeypatch) -> None:
+    """A user's market: the rows name its file, and SkyRL's episode scores there, with no
+    env_config at all (the row's data_source says where), as env.score on that market does.
+    Rows that would name the default market are refused, and so is an env_config that
+    contradicts the row."""
+    import gymkit
+    from gymkit.adapters.common import brief_text_of
+    from gymkit.adapters.datasets import env_ref
+    from gymkit.data import load_panel
+
+    monkeypatch.setenv("GYMKIT_CACHE_DIR", str(tmp_path / "cache"))
+    register_skyrl_envs()
+    path = eight_stock_csv()
+    mine = gymkit.make("us46-default", market=load_panel(path))
+    briefs = probe_briefs(generate_briefs())[:1]
+    with pytest.raises(ValueError, match=r"user market.*env_id=env_ref\('us46-default', MARKET_FILE\)"):
+        skyrl_rows(briefs, mine)
+    ref = env_ref("us46-default", str(path))
+    (row,) = skyrl_rows(briefs, mine, env_id=ref)
+    assert row["data_source"] == f"gymkit/{ref}" and "Group levels: none" in str(row["prompt"])
+    answer = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"
+    brief = brief_text_of(row["extra_info"]["brief_id"])
+    want = mine.score_group([answer], brief=brief)[0]
+    assert want.reward != env.score_group([answer], brief=brief)[0].reward  # another market
+    for config in (DictConfig({}), DictConfig({"env_id": ref})):
+        out, _, metrics = _trajectory(row, answer, config)
+        assert out["reward"] == want.reward and metrics["gymkit_reward"] == want.reward
+    with pytest.raises(ValueError, match="written for environment"):
+        _trajectory(row, answer, DictConfig({"env_id": "us46-default"}))

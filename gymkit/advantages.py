@@ -13,9 +13,10 @@ must stay zero-sum.  After the GDPO sum ``A``:
    ``floor`` is set — whose core score is ``<= floor``) is clamped to ``min(A_i, 0, u)``, where ``u <= 0`` is the lowest eligible
    advantage after centring the eligible answers on their mean; an invalid answer is further
    clamped below every floored or guarded valid one.  When the eligible answers have no
-   spread (one eligible answer, or all equal) ``u`` would be 0, and a group of one valid answer
-   among invalid ones whose GDPO sums are >= 0 (a missing tag's R1 of −1.0 beats a valid
-   answer's −1.2) would end all zero: no signal that valid beats invalid.  There ``u`` is
+   spread (one eligible answer, or all equal up to :data:`ZERO_TOL`) ``u`` would be (about)
+   0, and a group of one valid answer among invalid ones whose GDPO sums are >= 0 (a missing
+   tag's R1 of −1.0 beats a valid answer's −1.2) would end all zero: no signal that valid
+   beats invalid.  There ``u`` is
    ``−|priority of the core channel|`` instead (one standard deviation of the core channel,
    1 if that priority is 0), so every non-eligible answer ends strictly below the eligible ones;
 2. the eligible answers are shifted by one common constant ``s >= 0`` so that ``sum(A) == 0``.
@@ -38,6 +39,9 @@ import numpy as np
 
 #: A share of non-zero advantages below this triggers the floor-trap warning.
 LOW_SIGNAL_SHARE = 0.5
+#: Channel columns whose largest |value| is beyond this, or below its inverse, are standardised
+#: on a power-of-two scale.
+_BIG = 2.0 ** 500
 #: |advantage| at or below this counts as zero (float noise of the re-centring).
 ZERO_TOL = 1e-12
 
@@ -75,11 +79,31 @@ def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     full ±1 signal) has std 0 and becomes all zeros.
     """
     x = np.asarray(channels, dtype=np.float64)
+    k = _scale_exponents(x, axis=0)
+    if k is not None:  # e.g. ±1e308 from an HTTP client: (x − mean) / std is scale-free, so such
+        x = np.ldexp(x, -k[None, :])  # columns are taken times 2^-k (exact), not overflowed to NaN
     mean = x.mean(axis=0)
     std = np.where(x.max(axis=0) == x.min(axis=0), 0.0, x.std(axis=0)) if x.size else x.std(axis=0)
     safe = np.where(std > 0, std, 1.0)
     z = np.where(std > 0, (x - mean) / safe, 0.0)
+    if k is not None:
+        with np.errstate(over="ignore"):
+            std = np.minimum(np.ldexp(std, k), np.finfo(np.float64).max)
     return z, std
+
+
+def _scale_exponents(x: np.ndarray, axis: int | None) -> np.ndarray | None:
+    """None when every slice (along ``axis``) has its largest |x| in [2^-500, 2^500] or 0: the
+    values are used as given, bits unchanged.  Else the power-of-two exponents that bring the
+    largest |x| of each slice outside that range into [0.5, 1) (0 for the other slices), so
+    squares neither overflow (±1e308) nor underflow (differences of 1e-175) to a wrong 0."""
+    if not x.size:
+        return None
+    top = np.abs(x).max(axis=axis)
+    odd = (top > _BIG) | ((top > 0) & (top < 1.0 / _BIG))
+    if not np.any(odd):
+        return None
+    return np.where(odd, np.frexp(top)[1], 0)
 
 
 def banded_rewards(sums: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -98,6 +122,9 @@ def grpo_advantages(rewards: np.ndarray) -> np.ndarray:
     r = np.asarray(rewards, dtype=np.float64)
     if r.size == 0 or r.max() == r.min():  # exactly constant (see standardise_channels)
         return np.zeros_like(r)
+    k = _scale_exponents(r, axis=None)
+    if k is not None:  # scale-free, as in standardise_channels
+        r = np.ldexp(r, -k)
     return (r - r.mean()) / r.std()
 
 
@@ -122,8 +149,8 @@ def _project(adv: np.ndarray, eligible: np.ndarray, valid: np.ndarray, gap: floa
     """Steps 1-2 of the validity projection (module doc) for a group with an eligible answer;
     ``gap`` > 0: the bound below the eligible answers when they have no spread of their own."""
     lowest = min(float((adv[eligible] - adv[eligible].mean()).min()), 0.0)
-    if lowest == 0.0:  # one eligible answer (or all equal): a bound of 0 would tie them with the rest
-        lowest = -gap
+    if lowest >= -ZERO_TOL:  # one eligible answer, or all equal up to float noise: a bound of
+        lowest = min(lowest, -gap)  # (about) 0 would tie them with the rest
     out = adv.copy()
     floored = ~eligible & valid
     out[floored] = np.minimum(adv[floored], lowest)

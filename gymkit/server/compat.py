@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from typing import Any
 
 from fastapi import APIRouter
@@ -170,22 +171,42 @@ def _numeric_fields(vr: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+#: Values beyond this magnitude are described on a power-of-two scale (exact), so a client's
+#: reward of 1e308 gets figures, not an overflow; a figure beyond float range is the largest float.
+_BIG = 2.0 ** 900
+
+
+def _scaled(stat: str, vals: list[float]) -> float:
+    """``stat`` of finite ``vals``: on the values as given when all are within ``_BIG`` (bits as
+    before), else on the values times 2^-k (exact) and scaled back, clamped to ±float max."""
+    top = max(abs(v) for v in vals)
+    k = max(0, math.frexp(top)[1] - math.frexp(_BIG)[1]) if top > _BIG else 0
+    x = [math.ldexp(v, -k) for v in vals] if k else vals
+    if stat == "mean":
+        r = math.fsum(x) / len(x)
+    elif stat == "median":
+        r = float(statistics.median(x))
+    else:
+        r = float(statistics.stdev(x)) if len(x) > 1 else 0.0
+    try:
+        r = math.ldexp(r, k)
+    except OverflowError:
+        r = math.inf
+    return max(-sys.float_info.max, min(sys.float_info.max, r))
+
+
 def _describe(rows: list[dict[str, float]]) -> dict[str, float]:
     keys = sorted({k for r in rows for k in r})
     out: dict[str, float] = {}
     for stat in _STATS:
         for k in keys:
             vals = [r[k] for r in rows if k in r]
-            if stat == "mean":
-                out[f"mean/{k}"] = math.fsum(vals) / len(vals)
-            elif stat == "max":
+            if stat == "max":
                 out[f"max/{k}"] = max(vals)
             elif stat == "min":
                 out[f"min/{k}"] = min(vals)
-            elif stat == "median":
-                out[f"median/{k}"] = float(statistics.median(vals))
             else:
-                out[f"std/{k}"] = float(statistics.stdev(vals)) if len(vals) > 1 else 0.0
+                out[f"{stat}/{k}"] = _scaled(stat, vals)
     return out
 
 

@@ -193,3 +193,16 @@ def test_an_exactly_constant_channel_gives_exactly_zero(value, g):
         adv, _ = gdpo_advantages(x, np.array([1.0, 0.5]), np.ones(g, dtype=bool))
     assert np.all(adv == 0.0)
     assert np.all(grpo_advantages(x[:, 0]) == 0.0)
+
+
+@SETTINGS
+@given(groups())
+def test_channels_near_float_max_give_the_same_advantages(group) -> None:
+    """Channels times 2^1000 (values up to ~5e301, as an HTTP client may send) give the very
+    advantages of the channels as they are: standardising is scale-free and power-of-two
+    scaling is exact; the sums used to overflow to NaN (null on the wire)."""
+    x, p, v = group
+    adv, _ = _quiet(x, p, v)
+    big, info_big = _quiet(np.ldexp(x, 1000), p, v)
+    np.testing.assert_array_equal(big, adv)
+    assert np.all(np.isfinite(info_big.channel_std)) and np.all(np.isfinite(info_big.grpo_advantage))

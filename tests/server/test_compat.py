@@ -184,3 +184,27 @@ def test_nemo_rollout_contract(srv, env) -> None:
     for k in ("mean/reward", "std/reward", "median/reward", "max/reward", "min/reward",
               "mean/valid", "std/valid"):
         assert got["agent_metrics"][k] == pytest.approx(theirs[k], abs=1e-12), k
+
+
+def test_aggregate_metrics_of_huge_rewards_are_figures_not_a_500(srv) -> None:
+    """Assertion: rewards near float max (a client's own figures) aggregate to finite numbers
+    (mean 1e308 of two 1e308; the std of ±1.7e308, beyond float range, as the largest float)
+    instead of a 500 from an overflow; ordinary values keep their figures to the bit."""
+    import sys
+
+    with srv.client() as c:
+        r = c.post("/aggregate_metrics", json={"verify_responses": [{"reward": 1e308}] * 2})
+        s = c.post("/aggregate_metrics", json={"verify_responses": [{"reward": 1.7e308},
+                                                                     {"reward": -1.7e308}]})
+        o = c.post("/aggregate_metrics", json={"verify_responses": [{"reward": 0.1},
+                                                                     {"reward": 0.7}]})
+    assert r.status_code == 200 and s.status_code == 200, (r.text, s.text)
+    assert r.json()["agent_metrics"]["mean/reward"] == 1e308
+    assert r.json()["agent_metrics"]["median/reward"] == 1e308
+    assert s.json()["agent_metrics"]["std/reward"] == sys.float_info.max
+    assert s.json()["agent_metrics"]["mean/reward"] == 0.0
+    import math
+    import statistics
+
+    assert o.json()["agent_metrics"]["mean/reward"] == math.fsum([0.1, 0.7]) / 2
+    assert o.json()["agent_metrics"]["std/reward"] == statistics.stdev([0.1, 0.7])

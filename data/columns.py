@@ -63,6 +63,9 @@ def parse_mapping(text: str) -> dict[str, str]:
         if not eq or not key.strip() or not value.strip():
             raise ValueError(f"--columns entry {clip(part)!r} is not SCHEMA=COLUMN "
                              "(e.g. date=Date,ticker=Name)")
+        if key.strip() in out:
+            raise ValueError(f"--columns names {key.strip()!r} twice ({out[key.strip()]!r} and "
+                             f"{value.strip()!r}): give each schema field one column")
         out[key.strip()] = value.strip()
     return out
 

@@ -76,7 +76,7 @@ def configure_serve(p: argparse.ArgumentParser) -> None:
 
     d = ServerSettings()
     p.add_argument("--host", default=d.host, help="bind address (default: loopback 127.0.0.1)")
-    p.add_argument("--port", type=int, default=d.port, help=f"port (default {d.port})")
+    p.add_argument("--port", type=_port, default=d.port, help=f"port (default {d.port})")
     p.add_argument("--workers", type=int, default=min(d.workers, os.cpu_count() or 1),
                    help="scoring worker processes (default: min(2, cores))")
     p.add_argument("--env", default=d.env_id, help=f"environment id or .toml (default {d.env_id})")
@@ -116,3 +116,14 @@ def run_serve(args: argparse.Namespace) -> int:
               file=sys.stderr)
     serve(settings, make_env(args, args.env))
     return 0
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0..65535 (0: any free port); else argparse's one-line error naming it."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 0..65535")
+    return port

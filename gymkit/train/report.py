@@ -164,7 +164,8 @@ def _html(rep: dict[str, Any]) -> str:
             f"<h1>gymkit train: {e(rep['run'])}</h1><p>environment {e(rep['config']['env_id'])} "
             f"(fingerprint {e(rep['env_fingerprint'][:16])}); shipped checkpoint: step {e(rep['shipped'])} "
             f"(best probe train CPCV); holdout: {e(str(rep['holdout'].get('status')))}</p>"
-            f"<h2>Train vs. holdout (50 frozen probe briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
+            f"<h2>Train vs. holdout ({e(str(rep['config'].get('probe_size', '?')))} frozen probe "
+            f"briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
             f"<h2>Training curves (per step)</h2>{curves}"
             f"<h2>Red-team read-out: top-20 answers by train reward per checkpoint</h2>"
             f"<p>flag counts: {e(counts)}</p><dl>{legend}</dl>{''.join(red)}")

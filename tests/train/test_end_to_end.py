@@ -88,7 +88,10 @@ def test_table_and_report_are_written_with_the_seed_columns(runs: tuple[Path, Pa
     assert table["holdout"]["status"] in ("scored", "no valid answer: no holdout")
     rep = json.loads((a / "report" / "report.json").read_text())
     assert set(COLUMNS) <= set(rep["table"][0])
-    assert (a / "report" / "index.html").read_text().count("<tr>") >= 4
+    page = (a / "report" / "index.html").read_text()
+    assert page.count("<tr>") >= 4
+    n_probe = table["rows"][0]["n"]  # the run's own probe size (--ci: 20)
+    assert f"Train vs. holdout ({n_probe} frozen probe briefs" in page
     for ck in rep["redteam"].values():
         assert len(ck) <= 20
     for step in ("0000", "0010", "0020"):

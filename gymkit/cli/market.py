@@ -60,16 +60,23 @@ def _clean(args: argparse.Namespace, src: str, out: str) -> int:
     from gymkit.data.columns import parse_mapping
     from gymkit.data.loaders import load_panel_with_report
 
+    dest = Path(out)
+    if dest.suffix.lower() not in (".parquet", ".pq"):  # before the (long) load, not after it
+        raise UsageError(f"market clean writes Parquet: OUT must end in .parquet, got {out!r}")
+    if Path(src).exists() and dest.exists() and dest.resolve() == Path(src).resolve():
+        raise UsageError(f"market clean would overwrite its input {src}: name another OUT")
+    if args.split is not None:
+        raise UsageError("market clean writes the whole panel; a split belongs to the commands "
+                         "that score it (pass --split there, or see it with 'gymkit market OUT "
+                         "--split ...')")
     columns = parse_mapping(args.columns) if args.columns else None
+    input_sha256 = hashlib.sha256(Path(src).read_bytes()).hexdigest() if Path(src).is_file() else None
     panel, report = load_panel_with_report(src, strict=False, adjust=args.adjust,
                                            columns=columns)
-    dest = Path(out)
-    if dest.suffix.lower() not in (".parquet", ".pq"):
-        raise ValueError(f"market clean writes Parquet: OUT must end in .parquet, got {out!r}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     panel_to_long(panel).write_parquet(dest)
     rep_path = Path(args.report) if args.report else dest.with_name(dest.name + ".report.json")
-    body = {"input": src, "input_sha256": hashlib.sha256(Path(src).read_bytes()).hexdigest(),
+    body = {"input": src, "input_sha256": input_sha256,
             "output": str(dest), "panel_fingerprint": panel.fingerprint,
             "sessions": panel.T, "tickers": panel.N, "adjusted": bool(args.adjust),
             **report.to_dict()}

@@ -79,6 +79,27 @@ def test_strict_then_lenient_then_clean(vendor, tmp_path, capsys) -> None:
     assert rc == 0 and json.loads(out2)["reward"] == card["reward"]
 
 
+def test_clean_refuses_what_it_cannot_do_before_reading_and_hashes_the_input(vendor, tmp_path,
+                                                                             capsys) -> None:
+    """OUT over IN, a non-Parquet OUT and a --split (which clean would ignore) are one-line usage
+    errors before the file is read; the report's input_sha256 is the input's, as read."""
+    import hashlib
+
+    _, flawed = vendor
+    pq = tmp_path / "once.parquet"
+    assert cli(capsys, "market", "clean", str(flawed), str(pq))[0] == 0
+    before = pq.read_bytes()
+    for argv, says in ((["market", "clean", str(pq), str(pq)], "would overwrite its input"),
+                       (["market", "clean", str(flawed), str(tmp_path / "o.csv")], "must end in .parquet"),
+                       (["market", "clean", str(flawed), str(tmp_path / "s.parquet"), "--split",
+                         "train_end=2014-06-30"], "a split belongs to the commands")):
+        rc, _, err = cli(capsys, *argv)
+        assert rc == 2 and says in err and err.count("\n") == 1, err
+    assert pq.read_bytes() == before and not (tmp_path / "s.parquet").exists()
+    report = json.loads(pq.with_name("once.parquet.report.json").read_text())
+    assert report["input_sha256"] == hashlib.sha256(flawed.read_bytes()).hexdigest()
+
+
 def test_columns_and_split_flags(vendor, tmp_path, capsys) -> None:
     clean, _ = vendor
     renamed = tmp_path / "renamed.csv"

@@ -145,7 +145,10 @@ def _check_counts(n_train: int, n_hold: int, train: str, hold: str, min_train: i
     """One-line ``ValueError`` when a window holds fewer sessions than it needs."""
     if n_train < min_train:
         raise ValueError(f"split leaves {n_train} train sessions ({train}); the train window "
-                         f"needs at least {min_train} (burn-in, CPCV blocks and the 2-day horizon)")
+                         f"needs at least {min_train} (burn-in, CPCV blocks and the 2-day horizon)"
+                         f", {min_train + n_hold} with this {n_hold}-session holdout: give a "
+                         "longer panel or a shorter holdout (--split train_end=DATE, "
+                         "split={'train_end': DATE})")
     if n_hold < min_holdout:
         raise ValueError(f"split leaves {n_hold} holdout sessions ({hold}); the holdout needs at "
                          f"least {min_holdout} (the 2-day horizon and one judged day per CPCV "

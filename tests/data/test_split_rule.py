@@ -42,7 +42,9 @@ def test_make_on_a_user_market_derives_the_split_and_says_so() -> None:
 
 @pytest.mark.parametrize(("split", "message"), [
     ({"train_end": "2013-01-01"}, "split leaves 126 train sessions (2012-06-29..2012-12-31); the "
-     "train window needs at least 380 (burn-in, CPCV blocks and the 2-day horizon)"),
+     "train window needs at least 380 (burn-in, CPCV blocks and the 2-day horizon), 3810 with "
+     "this 3430-session holdout: give a longer panel or a shorter holdout (--split "
+     "train_end=DATE, split={'train_end': DATE})"),
     ({"holdout_start": "2027-01-05"}, "split leaves the holdout empty: holdout_start 2027-01-05 is "
      "after holdout_end 2026-08-21 (the panel spans 2012-06-29..2026-08-21)"),
     ({"train_end": "2019-13-01"}, "split train_end = '2019-13-01' is not a date (expected "

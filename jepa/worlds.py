@@ -90,7 +90,7 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
     """
     man, folder = read_manifest(spec)
     if man.get("train_fingerprint") != train.fingerprint:
-        raise ValueError(f"stress worlds {spec!r} were generated for train panel "
+        raise ValueError(f"stress worlds {str(spec)!r} were generated for train panel "
                          f"{str(man.get('train_fingerprint'))[:12]}, not this one "
                          f"({train.fingerprint[:12]})")
     out = []
@@ -109,7 +109,7 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
                                  "dates and tickers")
             out.append(StressWorld(name, w["channel"], float(w["alpha"]), panel))
     if not out:
-        raise ValueError(f"stress worlds {spec!r}: every world was dropped by its gates")
+        raise ValueError(f"stress worlds {str(spec)!r}: every world was dropped by its gates")
     return out
 
 

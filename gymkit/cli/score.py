@@ -65,6 +65,11 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     for name, v in card.channels.items():
         pr = priorities[name]
         lines.append(f"  {channel(name).id:<4} {name:<18} {v:>+7.3f} {pr:>5g} {pr * v:>+8.3f}  {why[name]}")
+    total = sum(priorities[n] * v for n, v in card.channels.items())
+    if card.valid and total < 0 and not cap_binds(card):  # the contributions' sum is not the reward
+        lines.append(f"  {'':<4} {'sum':<18} {'':>7} {'':>5} {total:>+8.3f}  Σ contrib; a valid "
+                     "reward below 0 is 2·s/(2 − s): the valid band [−2, ∞) stays above every "
+                     "invalid answer")
     lines.append(f"  {'':<4} {'reward':<18} {'':>7} {'':>5} {card.reward:>+8.3f}"
                  + ("  capped at 0 by the motif guard" if cap_binds(card) else ""))
     m = card.metrics

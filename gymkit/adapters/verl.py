@@ -98,6 +98,11 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
     infos = list(extra_infos) if extra_infos is not None else [None] * n
     env_ids = [env_id_of(ds, f"sample {i}") for i, ds in enumerate(data_sources)]
     ids = [_brief_id(g, e) for g, e in zip(ground_truths, infos, strict=True)]
+    # The group of a row: its brief; a row without one groups with the other samples of its
+    # dataset row (extra_info["index"], shared by verl's n rollouts of one prompt), else alone;
+    # never with unrelated prompts (R2 and R9's duplicate penalty compare within a group).
+    keys = [b or (f"\x00row {e['index']}" if isinstance(e, dict) and "index" in e else f"\x00sample {i}")
+            for i, (b, e) in enumerate(zip(ids, infos, strict=True))]
     out: list[dict[str, float] | None] = [None] * n
     by_env: dict[str, list[int]] = {}
     for i, env_id in enumerate(env_ids):
@@ -112,8 +117,8 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
         try:
             env = envs[env_id]
             channels = env.channels
-            res = score_rows(env, [ids[i] or "" for i in idx], [solution_strs[i] for i in idx],
-                             [ids[i] or "" for i in idx])
+            res = score_rows(env, [keys[i] for i in idx], [solution_strs[i] for i in idx],
+                             [keys[i] for i in idx])
         except Exception as exc:  # never raise on answers: the environment itself failed
             from gymkit.verifiers.channels import CHANNEL_NAMES
 

@@ -89,6 +89,22 @@ def test_the_dict_reports_the_brief_channel_its_score_counts(env) -> None:
     assert without["score"] == env.score_group([answer])[0].reward != with_brief["score"]
 
 
+def test_rows_without_a_brief_group_by_their_dataset_row_not_all_together(env) -> None:
+    """verl's batch manager hands one call the samples of many prompts.  Rows that name no brief
+    used to form one group, so the same answer to two different prompts took R9's duplicate
+    penalty; they now group by ``extra_info["index"]`` (verl's n rollouts of one prompt share
+    it), and a row with neither is scored alone."""
+    a, b = GROUP[0], GROUP[1]
+    alone = env.score_group([a])[0].reward
+    got = gverl.compute_score_batch(["gymkit"] * 4, [a, a, a, b], ["", "", "", ""],
+                                    [{"index": 0}, {"index": 1}, {"index": 2}, {"index": 2}])
+    assert got[0]["score"] == got[1]["score"] == alone
+    pair = env.score_group([a, b])
+    assert [got[2]["score"], got[3]["score"]] == [pair[0].reward, pair[1].reward]
+    none = gverl.compute_score_batch(["gymkit"] * 2, [a, a], ["", ""], None)
+    assert none[0]["score"] == none[1]["score"] == alone
+
+
 def test_internal_error_is_flagged_not_invalid(env, monkeypatch) -> None:
     def boom(c, brief=None):
         raise RuntimeError("worker died")

@@ -234,9 +234,16 @@ def coerce_date(df: pl.DataFrame) -> pl.DataFrame:
         parsed = pl.col("date")
     elif isinstance(dt, pl.Datetime):
         parsed = pl.col("date").dt.date()
-    elif dt in (pl.String, pl.Categorical):
-        parsed = (
-            pl.col("date").cast(pl.String).str.strip_chars().str.to_date("%Y-%m-%d", strict=False)
+    elif dt in (pl.String, pl.Categorical) or dt.is_integer():
+        text = pl.col("date").cast(pl.String).str.strip_chars()
+        parsed = pl.coalesce(
+            text.str.to_date("%Y-%m-%d", strict=False),
+            # CRSP and others: 20120601 (text or integer)
+            pl.when(text.str.contains(r"^\d{8}$")).then(text.str.to_date("%Y%m%d", strict=False)),
+            # a timestamp written at midnight (pandas/polars CSV, with or without a UTC offset):
+            # the date as written
+            text.str.extract(r"^(\d{4}-\d{2}-\d{2})[T ]00:00(?::00(?:\.0+)?)?(?:Z|[+-]\d{2}:?\d{2})?$", 1)
+            .str.to_date("%Y-%m-%d", strict=False),
         )
     else:
         raise ValidationError(
@@ -250,7 +257,8 @@ def coerce_date(df: pl.DataFrame) -> pl.DataFrame:
         tk = row.get("ticker")
         raise ValidationError(
             "bad-date",
-            f"{_fmt(row['date'])} in row {i} is not a date (expected YYYY-MM-DD)",
+            f"{_fmt(row['date'])} in row {i} is not a date (expected YYYY-MM-DD, YYYYMMDD or a "
+            "midnight timestamp)",
             ticker=None if tk is None else str(tk),
         )
     if isinstance(dt, pl.Datetime):

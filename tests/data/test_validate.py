@@ -120,7 +120,8 @@ CASES = [
         BASE.with_columns(
             pl.Series("date", ["2014-06-09", "2014-13-09", "2014-06-10", "2014-06-10"])
         ),
-        "[bad-date] BBB: '2014-13-09' in row 1 is not a date (expected YYYY-MM-DD)",
+        "[bad-date] BBB: '2014-13-09' in row 1 is not a date (expected YYYY-MM-DD, YYYYMMDD or "
+        "a midnight timestamp)",
     ),
     (
         _set(BASE, "ticker", 2, " "),
@@ -293,6 +294,21 @@ def test_a_missing_column_names_the_input_s_own_columns():
     assert "--columns open=NAME" in str(err)
     p = load_panel(crsp, columns={"open": "OPENPRC", "high": "ASKHI", "low": "BIDLO"})
     assert tuple(p.tickers) == ("AAA", "BBB")
+
+
+@pytest.mark.parametrize("dates", [
+    [20140609, 20140609, 20140610, 20140610],  # CRSP: an integer YYYYMMDD
+    ["20140609", "20140609", "20140610", "20140610"],
+    ["2014-06-09T00:00:00.000000"] * 2 + ["2014-06-10T00:00:00.000000"] * 2,  # polars CSV
+    ["2014-06-09 00:00:00-04:00"] * 2 + ["2014-06-10 00:00:00-04:00"] * 2,  # tz-aware text
+])
+def test_vendor_date_forms_load_as_the_same_panel(dates):
+    """Dates as vendors write them load as the ISO dates do (same fingerprint); a time of day
+    that is not midnight stays an error."""
+    assert load_panel(BASE.with_columns(date=pl.Series(dates))).fingerprint == \
+        load_panel(BASE).fingerprint
+    with pytest.raises(ValidationError, match=r"'2014-06-09 09:30:00' in row 0 is not a date"):
+        load_panel(BASE.with_columns(date=pl.Series(["2014-06-09 09:30:00"] * 2 + ["2014-06-10"] * 2)))
 
 
 def test_a_zero_split_is_no_split_as_yfinance_writes_it():

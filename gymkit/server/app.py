@@ -15,8 +15,9 @@ beyond loopback without a token), ``not_found`` (404), ``method_not_allowed``
 ``request_id_conflict`` (409), ``internal_error`` (500); from the connection layer
 (:mod:`.protocol`): ``bad_request`` (400, a request the HTTP parser rejects) and
 ``server_busy`` (503 at the connection limit).  ``invalid_unicode`` is an unpaired surrogate
-(``"\\ud800"``) in a string; ``answer_too_long`` is any answer over the configured or the hard
-limit.  Allowed methods of a 405 are in its ``Allow`` header.
+(``"\\ud800"``) in a string; ``answer_too_long`` is any answer over the server's configured
+request limit (``max_answer_chars``) or the hard ceiling; an answer within it but over
+gymkit's own answer limit is scored, as ``env.score`` scores it (an invalid card).  Allowed methods of a 405 are in its ``Allow`` header.
 
 Commits are persisted by the pool (:mod:`gymkit.archive_db`): the archive's versions and the
 idempotency ledger survive restarts and are shared by every server on one database file.

@@ -84,7 +84,10 @@ def configure_serve(p: argparse.ArgumentParser) -> None:
                    help=f"bearer token required by every route but /health, /ready (default: ${TOKEN_ENV})")
     p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes)
     p.add_argument("--max-completions", type=int, default=d.max_completions)
-    p.add_argument("--max-answer-chars", type=int, default=d.max_answer_chars)
+    p.add_argument("--max-answer-chars", type=int, default=d.max_answer_chars,
+                   help="longest answer a request may carry (beyond: 422 for the request; "
+                        f"default {d.max_answer_chars:,}); an answer within it but over gymkit's "
+                        "answer limit is scored invalid (answer_too_long), as env.score does")
     p.add_argument("--queue-limit", type=int, default=d.queue_limit,
                    help="scoring jobs admitted at once before 429")
     p.add_argument("--job-timeout", type=float, default=d.job_timeout_s,

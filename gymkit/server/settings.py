@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from gymkit.dsl.extract import MAX_ANSWER_CHARS
-
 __all__ = ["HARD_MAX_ANSWER_CHARS", "HARD_MAX_COMPLETIONS", "ServerSettings"]
 
 #: Ceilings written into the OpenAPI schema; configured limits may only be lower.
@@ -29,7 +27,10 @@ class ServerSettings:
     host/port: bind address (loopback by default).  workers: scoring processes.
     token: bearer token every route but /health and /ready requires (None = open).
     max_body_bytes: request body limit (413).  max_completions: answers per request (422).
-    max_answer_chars: characters per answer, reasoning included (422).
+    max_answer_chars: the longest answer a request may carry, reasoning included (beyond: 422
+    for the request).  An answer within it but over gymkit's own answer limit
+    (:data:`gymkit.dsl.extract.MAX_ANSWER_CHARS`) is scored, as ``env.score`` scores it: an
+    invalid card (``answer_too_long``), so one runaway generation costs its own reward only.
     queue_limit: scoring jobs admitted at once, running or waiting (beyond: 429).
     job_timeout_s: last-resort wall-clock limit of one job; the worker is killed and replaced.
     header_timeout_s: a client must finish its request headers within this (slow-loris guard).
@@ -47,7 +48,7 @@ class ServerSettings:
     token: str | None = None
     max_body_bytes: int = 16 << 20
     max_completions: int = 256
-    max_answer_chars: int = MAX_ANSWER_CHARS  # the one answer limit of env.score / score-file
+    max_answer_chars: int = HARD_MAX_ANSWER_CHARS  # the request guard; env.score judges the rest
     queue_limit: int = 64
     job_timeout_s: float = 120.0
     header_timeout_s: float = 10.0

@@ -208,3 +208,28 @@ def test_aggregate_metrics_of_huge_rewards_are_figures_not_a_500(srv) -> None:
 
     assert o.json()["agent_metrics"]["mean/reward"] == math.fsum([0.1, 0.7]) / 2
     assert o.json()["agent_metrics"]["std/reward"] == statistics.stdev([0.1, 0.7])
+
+
+def test_one_runaway_answer_costs_its_own_reward_not_the_batch(srv, env) -> None:
+    """Assertion: an answer over gymkit's answer limit (131,072 characters, a long reasoning
+    block) in a batch is scored as env.score scores it (invalid, answer_too_long, −3.0) on every
+    trainer route, and the batch's other answers keep their cards; it used to fail the whole
+    request with 422, so one runaway generation lost an OpenRLHF batch."""
+    from gymkit.dsl.extract import MAX_ANSWER_CHARS
+
+    long = "<think>" + "x" * (MAX_ANSWER_CHARS + 10) + "</think>" + ANSWER
+    card, ok = env.score(long), env.score(ANSWER)
+    assert not card.valid and card.error.code == "answer_too_long" and card.reward == -3.0
+    with srv.client() as c:
+        scored = c.post("/v1/score", json={"completions": [long, ANSWER]})
+        rm = c.post("/get_reward", json={"query": [long, ANSWER], "prompts": ["p", "p"],
+                                         "labels": [None, None]})
+        slime = c.post("/v1/rm", json={"prompt": "go", "response": long, "label": None})
+        nemo = c.post("/verify", json=_verify_req(long, 0, 0))
+    assert scored.status_code == 200, scored.text[:300]
+    cards = scored.json()["cards"]
+    assert cards[0]["card"] == card.to_dict(timings=False)
+    assert cards[1]["card"]["reward"] == ok.reward
+    assert rm.status_code == 200 and rm.json()["rewards"] == [card.reward, ok.reward]
+    assert slime.status_code == 200 and slime.json()["reward"] == card.reward
+    assert nemo.status_code == 200 and nemo.json()["reward"] == card.reward

@@ -2,8 +2,9 @@
 
 Input rows ``{brief_id, completion}`` (any sampler, e.g. RL rollouts).  Each brief's answers
 are scored as one group with the brief's text; a pair is kept when the card is valid, passes
-its brief (every checkable facet: brief compliance R13 = 0) and its scalar reward ≥
-``threshold``; pairs are de-duplicated by the bucketed canonical form (the
+its brief (every checkable facet: brief compliance R13 = 0), its reward was not capped by the
+motif guard (R10: a factor clone, low-IC motif or slow tilt, a suspected hack) and its scalar
+reward ≥ ``threshold``; pairs are de-duplicated by the bucketed canonical form (the
 best reward wins, ties keep the first seen).  Row: ``brief_id``, ``messages`` (system + user
 from gymkit/prompt.py, then the assistant turn ``<alpha>formula</alpha>``), ``formula``,
 ``canonical``, ``reward``, ``card`` (the card's JSON without timings) and ``prompt_version``.
@@ -23,11 +24,13 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
     """Verified, de-duplicated SFT rows (module doc), in first-seen order of their forms.
 
     ``counts``: when given, filled with how many answers were read and why each was left out
-    (``answers``, ``invalid``, ``below_threshold``, ``off_brief``, ``duplicate``, ``kept``)."""
-    tally = {"answers": len(answers), "invalid": 0, "below_threshold": 0, "off_brief": 0,
-             "duplicate": 0}
+    (``answers``, ``invalid``, ``capped``, ``below_threshold``, ``off_brief``, ``duplicate``,
+    ``kept``)."""
+    tally = {"answers": len(answers), "invalid": 0, "capped": 0, "below_threshold": 0,
+             "off_brief": 0, "duplicate": 0}
     from gymkit.dsl.operators import OPERATORS
     from gymkit.prompt import PROMPT_VERSION, chat_messages
+    from gymkit.verifiers.channels import cap_binds
 
     from .adapters.common import brief_text_of
 
@@ -40,6 +43,9 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
         for card in env.score_group(comps, brief=brief):
             if not card.valid or card.canonical is None:
                 tally["invalid"] += 1
+                continue
+            if cap_binds(card):  # the motif guard capped it: a suspected hack, not a lesson
+                tally["capped"] += 1
                 continue
             if not card.reward >= threshold:
                 tally["below_threshold"] += 1
@@ -88,7 +94,8 @@ def run_export_cli(args: Any) -> int:
     counts: dict[str, int] = {}
     rows = export_rows(env, read_answers(args.answers), args.threshold, counts)
     why = (f"{counts['kept']} pairs kept of {counts['answers']} answers (invalid "
-           f"{counts['invalid']}, reward below {args.threshold:g} {counts['below_threshold']}, "
+           f"{counts['invalid']}, capped by the motif guard {counts['capped']}, "
+           f"reward below {args.threshold:g} {counts['below_threshold']}, "
            f"off their brief {counts['off_brief']}, duplicate forms {counts['duplicate']})")
     if not rows:
         raise ValueError(f"no answer passed, nothing written: {why}")

@@ -95,8 +95,25 @@ def test_export_sft_counts_why_answers_were_left_out(env) -> None:
     counts: dict[str, int] = {}
     export_rows(env, [{"brief_id": "x", "completion": c} for c in (a, b, "no tag")],
                 threshold=-1e9, counts=counts)
-    assert counts == {"answers": 3, "invalid": 1, "below_threshold": 0, "off_brief": 0,
-                      "duplicate": 1, "kept": 1}
+    assert counts == {"answers": 3, "invalid": 1, "capped": 0, "below_threshold": 0,
+                      "off_brief": 0, "duplicate": 1, "kept": 1}
+
+
+def test_export_sft_leaves_out_what_the_motif_guard_capped(env) -> None:
+    """The plain 5-day reversal is R4's reversal factor: R10 caps its reward at exactly 0, which
+    the default threshold (reward >= 0) let through as a verified lesson; a capped answer is a
+    suspected hack and is never exported, whatever the threshold."""
+    from gymkit.verifiers.channels import cap_binds
+
+    clone = "<alpha>rank(-ts_sum(returns, 5))</alpha>"
+    honest = "<alpha>rank(group_neutralize(-ts_sum(returns, 5), sector))</alpha>"
+    cards = env.score_group([clone, honest])
+    assert cap_binds(cards[0]) and cards[0].reward == 0.0 and cards[1].reward > 0
+    counts: dict[str, int] = {}
+    rows = export_rows(env, [{"brief_id": "x", "completion": c} for c in (clone, honest)],
+                       threshold=-1e9, counts=counts)
+    assert [r["formula"] for r in rows] == [cards[1].formula]
+    assert counts["capped"] == 1 and counts["kept"] == 1
 
 
 def test_export_sft_cli_refuses_to_write_nothing(tmp_path, capsys) -> None:
@@ -110,5 +127,6 @@ def test_export_sft_cli_refuses_to_write_nothing(tmp_path, capsys) -> None:
     assert main(["export-sft", "--answers", str(src), "--format", "parquet", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["gymkit export-sft: error: no answer passed, nothing written: 0 pairs kept of 1 "
-                   "answers (invalid 1, reward below 0 0, off their brief 0, duplicate forms 0)"]
+                   "answers (invalid 1, capped by the motif guard 0, reward below 0 0, off their "
+                   "brief 0, duplicate forms 0)"]
     assert not out.exists()

@@ -82,7 +82,10 @@ def test_priority_on_an_inactive_channel_is_an_error():
 
 
 def test_export_sft_keeps_only_pairs_that_pass_their_brief(env):
-    rows = export_rows(env, [{"brief_id": BRIEF_ID, "completion": c} for c in (COMPLIANT, IGNORES)],
+    # the sector-neutral form: the plain decayed reversal is R4's reversal factor, which the
+    # motif guard caps, and a capped answer is never exported
+    neutral = "<alpha>rank(ts_decay_linear(group_neutralize(-returns, sector), 10))</alpha>"
+    rows = export_rows(env, [{"brief_id": BRIEF_ID, "completion": c} for c in (neutral, IGNORES)],
                        threshold=-1e9)
-    assert [r["formula"] for r in rows] == ["rank(ts_decay_linear(-returns, 10))"]
+    assert [r["formula"] for r in rows] == ["rank(ts_decay_linear(group_neutralize(-returns, sector), 10))"]
     assert rows[0]["card"]["channels"]["brief_compliance"] == 0.0

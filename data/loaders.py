@@ -106,6 +106,9 @@ def read_source(source: Any, *, max_bytes: int | None = None) -> pl.DataFrame:
         return source.collect()
     if isinstance(source, str | Path):
         p = Path(source)
+        if p.is_dir():
+            raise ValueError(f"{clip(p, 200)} is a folder, not a panel file (.csv, .csv.gz, "
+                             ".parquet or .pq)")
         if not p.is_file():
             raise FileNotFoundError(f"panel file not found: {clip(p, 200)}")
         name = p.name.lower()

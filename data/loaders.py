@@ -252,11 +252,38 @@ def load_panel_with_report(
         raise
 
 
+def _drop_empty_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """``frame`` without the rows that hold no data: blank lines (every cell empty) and copies
+    of the header line (per-ticker CSV files joined with ``cat``), with a note naming each kind
+    and its first row; nothing with a value is dropped.  Linear in the cells."""
+    if frame.height == 0 or frame.width == 0:
+        return frame, ()
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    blank = pl.all_horizontal(
+        (pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")) if c in text
+        else pl.col(c).is_null() for c in frame.columns)
+    header = (pl.all_horizontal(pl.col(c).str.strip_chars() == c for c in frame.columns)
+              if len(text) == frame.width else pl.lit(False))
+    marks = frame.select(blank.alias("blank"), header.alias("header"))
+    notes = []
+    for kind, what in (("blank", "blank row(s) (no value in any column)"),
+                       ("header", "row(s) repeating the header line (files joined?)")):
+        hit = marks.get_column(kind)
+        if hit.any():
+            notes.append(f"dropped {int(hit.sum())} {what}, the first at data row "
+                         f"{int(hit.arg_true()[0])}")
+    if not notes:
+        return frame, ()
+    keep = ~(marks.get_column("blank") | marks.get_column("header"))
+    return frame.filter(keep), tuple(notes)
+
+
 def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
           calendar_check: bool, columns: Mapping[str, str] | None,
           max_bytes: int | None) -> tuple[Panel, ValidationReport]:
-    raw = read_source(source, max_bytes=max_bytes)
+    raw, dropped = _drop_empty_rows(read_source(source, max_bytes=max_bytes))
     frame, notes = normalise_columns(raw, columns)
+    notes = (*dropped, *notes)
     kind = layout or detect_layout(frame)
     if kind == "wide":
         if frame.width == 0 or frame.height == 0:

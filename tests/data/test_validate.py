@@ -395,3 +395,22 @@ def test_non_finite_reports_earliest_row_over_all_columns_and_counts_rows():
     assert report.counts == {"non-finite": 2}
     assert np.isnan([panel.close[1, 0], panel.volume[1, 0], panel.open[1, 1]]).all()
     assert panel.open[1, 0] == 10.5
+
+
+def test_blank_lines_and_repeated_headers_of_a_joined_csv_are_dropped_with_a_note(tmp_path):
+    """Per-ticker CSV files joined with ``cat`` repeat the header line; an editor leaves a blank
+    line: neither holds data, and the panel is the clean file's, with a note for each (the
+    blank line was a structural bad-date that not even --lenient could pass)."""
+    from gymkit.data.loaders import load_panel_with_report
+
+    ok = tmp_path / "ok.csv"
+    BASE.write_csv(ok)
+    head, *rows = ok.read_text().splitlines()
+    joined = tmp_path / "joined.csv"
+    joined.write_text("\n".join([head, rows[0], "", rows[1], head, rows[2], ",,,,,,", rows[3]]) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        panel, report = load_panel_with_report(joined)
+    assert panel.fingerprint == load_panel(ok).fingerprint
+    assert any(n.startswith("dropped 2 blank row(s)") for n in report.notes)
+    assert any(n.startswith("dropped 1 row(s) repeating the header line") for n in report.notes)

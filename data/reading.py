@@ -96,6 +96,33 @@ def _may_have_short_rows(frame: pl.DataFrame, data: bytes) -> bool:
     return separators != (frame.width - 1) * (frame.height + 1)
 
 
+#: The first cells of yfinance's three header lines (``download(...).to_csv()``), either order.
+_YF_LEVELS = {"Price", "Ticker"}
+
+
+def _flatten_yfinance_header(data: bytes) -> bytes:
+    """A CSV that yfinance wrote (``Price,...`` / ``Ticker,...`` / ``Date,,,`` — or Ticker
+    first, with ``group_by="ticker"``) with one wide header ``date,Close:AAPL,...`` instead;
+    any other file unchanged.  Only the three header lines are read and rewritten."""
+    if not data.startswith((b"Price,", b"Ticker,")):
+        return data
+    ends, at = [], 0
+    for _ in range(3):
+        at = data.find(b"\n", at) + 1
+        if at == 0:
+            return data
+        ends.append(at)
+    rows = list(csv.reader(io.StringIO(data[:ends[2]].decode("utf-8", "replace"))))
+    if len(rows) != 3 or {rows[0][0], rows[1][0]} != _YF_LEVELS or rows[2][0] != "Date" \
+            or any(c.strip() for c in rows[2][1:]) or not len(rows[0]) == len(rows[1]) > 1:
+        return data
+    fields, tickers = (rows[0], rows[1]) if rows[0][0] == "Price" else (rows[1], rows[0])
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow(
+        ["date", *(f"{f}:{t}" for f, t in zip(fields[1:], tickers[1:], strict=True))])
+    return out.getvalue().encode("utf-8") + data[ends[2]:]
+
+
 def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
     """Read a ``.csv`` / ``.csv.gz`` file as a frame of String columns (module doc)."""
     cap = max_bytes_limit(max_bytes)
@@ -108,6 +135,7 @@ def read_csv_file(p: Path, max_bytes: int | None = None) -> pl.DataFrame:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ValueError(f"{p}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
                          f"offset {exc.start}); save the file as UTF-8") from None
+    data = _flatten_yfinance_header(data)
     try:
         frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
     except (KeyboardInterrupt, SystemExit):

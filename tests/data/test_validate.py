@@ -414,3 +414,25 @@ def test_blank_lines_and_repeated_headers_of_a_joined_csv_are_dropped_with_a_not
     assert panel.fingerprint == load_panel(ok).fingerprint
     assert any(n.startswith("dropped 2 blank row(s)") for n in report.notes)
     assert any(n.startswith("dropped 1 row(s) repeating the header line") for n in report.notes)
+
+
+@pytest.mark.parametrize("group_by_ticker", [False, True])
+def test_a_csv_that_yfinance_wrote_loads_from_the_cli(tmp_path, group_by_ticker):
+    """``yf.download(...).to_csv(f)`` writes three header lines (Price / Ticker / Date, or Ticker
+    first with group_by="ticker"); the file loads as the same panel as the long one, so
+    ``--market f.csv`` works without pandas by hand (it said: columns ['Open_duplicated_0', ...])."""
+    import pandas as pd
+
+    long = BASE.to_pandas().assign(**{"Adj Close": lambda d: d["close"]})
+    wide = long.rename(columns={"open": "Open", "high": "High", "low": "Low", "close": "Close",
+                                "volume": "Volume"}).pivot(index="date", columns="ticker")
+    wide.columns = wide.columns.set_names(["Price", "Ticker"])
+    wide.index = pd.to_datetime(wide.index).rename("Date")
+    if group_by_ticker:
+        wide = wide.swaplevel(axis=1).sort_index(axis=1)
+    path = tmp_path / "yf.csv"
+    wide.to_csv(path)
+    assert path.read_text().splitlines()[2].startswith("Date,,")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert load_panel(path).fingerprint == load_panel(BASE).fingerprint

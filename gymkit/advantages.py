@@ -16,9 +16,9 @@ must stay zero-sum.  After the GDPO sum ``A``:
    spread (one eligible answer, or all equal up to :data:`ZERO_TOL`) ``u`` would be (about)
    0, and a group of one valid answer among invalid ones whose GDPO sums are >= 0 (a missing
    tag's R1 of −1.0 beats a valid answer's −1.2) would end all zero: no signal that valid
-   beats invalid.  There ``u`` is
-   ``−|priority of the core channel|`` instead (one standard deviation of the core channel,
-   1 if that priority is 0), so every non-eligible answer ends strictly below the eligible ones;
+   beats invalid.  There ``u`` is ``−|priority of the core channel|`` instead (one standard
+   deviation of the core channel, 1 if that priority is 0), so every non-eligible answer ends
+   strictly below the eligible ones;
 2. the eligible answers are shifted by one common constant ``s >= 0`` so that ``sum(A) == 0``.
    Since ``s >= 0``, every invalid answer ends at or below every valid answer (order), at or
    below 0 (sign), and where no clamp binds the result is the plain clamp-and-recentre;
@@ -79,7 +79,7 @@ def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     full ±1 signal) has std 0 and becomes all zeros.
     """
     x = np.asarray(channels, dtype=np.float64)
-    k = _scale_exponents(x, axis=0)
+    k = scale_exponents(x, axis=0)
     if k is not None:  # e.g. ±1e308 from an HTTP client: (x − mean) / std is scale-free, so such
         x = np.ldexp(x, -k[None, :])  # columns are taken times 2^-k (exact), not overflowed to NaN
     mean = x.mean(axis=0)
@@ -92,7 +92,7 @@ def standardise_channels(channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return z, std
 
 
-def _scale_exponents(x: np.ndarray, axis: int | None) -> np.ndarray | None:
+def scale_exponents(x: np.ndarray, axis: int | None) -> np.ndarray | None:
     """None when every slice (along ``axis``) has its largest |x| in [2^-500, 2^500] or 0: the
     values are used as given, bits unchanged.  Else the power-of-two exponents that bring the
     largest |x| of each slice outside that range into [0.5, 1) (0 for the other slices), so
@@ -122,7 +122,7 @@ def grpo_advantages(rewards: np.ndarray) -> np.ndarray:
     r = np.asarray(rewards, dtype=np.float64)
     if r.size == 0 or r.max() == r.min():  # exactly constant (see standardise_channels)
         return np.zeros_like(r)
-    k = _scale_exponents(r, axis=None)
+    k = scale_exponents(r, axis=None)
     if k is not None:  # scale-free, as in standardise_channels
         r = np.ldexp(r, -k)
     return (r - r.mean()) / r.std()

@@ -231,32 +231,28 @@ def _check_provenance(rows: Iterable[dict[str, Any]], env: Any, out: Path) -> No
                     "pass --restart or another --out")
 
 
-def _card_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a JSONL output (already repaired by :func:`_repair_jsonl`)."""
+def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows already in a JSONL output (each with an ``id``); a torn last line (no newline,
+    bad JSON) is cut off first."""
     if not path.exists():
         return []
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-
-
-def _repair_jsonl(path: Path) -> set[str]:
-    """Ids already in a JSONL output; a torn last line (no newline, bad JSON) is cut off."""
-    if not path.exists():
-        return set()
     data = path.read_bytes()
     keep = data.rfind(b"\n") + 1
     if keep < len(data):  # a write died mid-line: drop the fragment
         with path.open("r+b") as fh:
             fh.truncate(keep)
         data = data[:keep]
-    ids = set()
+    rows = []
     for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
         if line.strip():
             try:
-                ids.add(str(json.loads(line)["id"]))
+                row = json.loads(line)
+                row["id"]
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise ValueError(f"{path}:{n}: existing output line is not a card row; "
                                  "move the file away or pass --restart") from None
-    return ids
+            rows.append(row)
+    return rows
 
 
 def flatten_card_row(row: dict[str, Any], channels: Sequence[str]) -> dict[str, Any]:
@@ -512,10 +508,11 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         for p in {out_p, partial}:
             p.unlink(missing_ok=True)
     old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
-    done = {str(r["id"]) for r in old_rows} | _repair_jsonl(partial)
+    resumed = [*old_rows, *_repair_jsonl(partial)]  # every row already written, read once
+    done = {str(r["id"]) for r in resumed}
     if done:  # resuming: every card already there must be this run's environment's
         env = gymkit.make(env_id) if env is None else env
-        _check_provenance([*old_rows, *_card_rows(partial)], env, out_p)
+        _check_provenance(resumed, env, out_p)
     todo = [r for r in records if r.id not in done]
     batches = list(_batches(todo))
     good = [b for b in batches if b[0].error is None]

@@ -31,7 +31,8 @@ from gymkit.briefs import Brief
 from gymkit.dsl.operators import FIELDS, OPERATORS
 from gymkit.prompt import PROMPT_VERSION, chat_messages
 
-__all__ = ["brief_rows", "env_ref", "verl_rows", "vocabulary", "write_jsonl", "write_parquet"]
+__all__ = ["brief_rows", "check_strict_market", "env_ref", "verl_rows", "vocabulary", "write_jsonl",
+           "write_parquet"]
 
 
 def vocabulary(env: Any | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -117,7 +118,7 @@ def configure_briefs_cli(p: Any) -> None:
     add_market_args(p, split=False)
 
 
-def _check_strict_market(path: str, fingerprint: str, who: str = "verl's reward function") -> None:
+def check_strict_market(path: str, fingerprint: str, who: str = "verl's reward function") -> None:
     """``ValueError`` (one line) unless ``path`` loaded strictly, as verl's reward function loads
     a row's ``data_source``, is the market the prompts were written for (``fingerprint``): with
     ``--lenient``, ``--columns`` or ``--adjust`` it may fail there, or, worse, load a different
@@ -163,7 +164,7 @@ def run_briefs_cli(args: Any) -> int:
         if not args.out:
             raise ValueError("--format verl-parquet needs --out FILE")
         if args.market is not None and (args.lenient or args.columns or args.adjust):
-            _check_strict_market(args.market, env.market.fingerprint)
+            check_strict_market(args.market, env.market.fingerprint)
         write_parquet(verl_rows(briefs, env_ref(args.env, args.market), env), args.out)
     else:
         write_jsonl(brief_rows(briefs, env), args.out)

@@ -140,11 +140,11 @@ def skyrl_rows(briefs: Sequence[Brief], env: Any | None = None,
         env_id = "us46-default" if env is None else env.config.env_id
     elif env is not None:
         from gymkit.adapters.common import parse_env_ref
-        from gymkit.adapters.datasets import _check_strict_market
+        from gymkit.adapters.datasets import check_strict_market
 
         _, market = parse_env_ref(env_id)
         if market is not None:
-            _check_strict_market(market, env.market.fingerprint, "a SkyRL episode")
+            check_strict_market(market, env.market.fingerprint, "a SkyRL episode")
     return [{"data_source": f"gymkit/{env_id}",
              "prompt": r["prompt"], "env_class": env_class,
              "reward_spec": {"method": "rule", "ground_truth": r["brief_id"]},

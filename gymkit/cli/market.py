@@ -58,10 +58,10 @@ def panel_to_long(panel: object) -> object:
 
 def _clean(args: argparse.Namespace, src: str, out: str) -> int:
     from gymkit.data.columns import parse_mapping
-    from gymkit.data.loaders import load_panel_with_report
+    from gymkit.data.loaders import PARQUET_SUFFIXES, load_panel_with_report
 
     dest = Path(out)
-    if dest.suffix.lower() not in (".parquet", ".pq"):  # before the (long) load, not after it
+    if not dest.name.lower().endswith(PARQUET_SUFFIXES):  # before the (long) load, not after it
         raise UsageError(f"market clean writes Parquet: OUT must end in .parquet, got {out!r}")
     if Path(src).exists() and dest.exists() and dest.resolve() == Path(src).resolve():
         raise UsageError(f"market clean would overwrite its input {src}: name another OUT")

@@ -52,7 +52,7 @@ def _answers(args: argparse.Namespace) -> list[str]:
 def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     """The one-answer table: status line, channels with reasons, backtest numbers."""
     from gymkit.report.why import channel_reasons
-    from gymkit.verifiers.channels import cap_binds, channel
+    from gymkit.verifiers.channels import VALID_FLOOR_WIDTH, cap_binds, channel, priority_sum
 
     ok = _color("VALID", "32;1") if card.valid else _color("INVALID", "31;1")
     lines = [f"{ok}  reward {card.reward:+.3f}  {card.formula or ''}"]
@@ -65,11 +65,12 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     for name, v in card.channels.items():
         pr = priorities[name]
         lines.append(f"  {channel(name).id:<4} {name:<18} {v:>+7.3f} {pr:>5g} {pr * v:>+8.3f}  {why[name]}")
-    total = sum(priorities[n] * v for n, v in card.channels.items())
+    total = priority_sum(dict(card.channels), priorities)
     if card.valid and total < 0 and not cap_binds(card):  # the contributions' sum is not the reward
+        b = f"{VALID_FLOOR_WIDTH:g}"
         lines.append(f"  {'':<4} {'sum':<18} {'':>7} {'':>5} {total:>+8.3f}  Σ contrib; a valid "
-                     "reward below 0 is 2·s/(2 − s): the valid band [−2, ∞) stays above every "
-                     "invalid answer")
+                     f"reward below 0 is {b}·s/({b} − s): the valid band [−{b}, ∞) stays above "
+                     "every invalid answer")
     lines.append(f"  {'':<4} {'reward':<18} {'':>7} {'':>5} {card.reward:>+8.3f}"
                  + ("  capped at 0 by the motif guard" if cap_binds(card) else ""))
     m = card.metrics

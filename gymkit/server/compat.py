@@ -171,16 +171,16 @@ def _numeric_fields(vr: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-#: Values beyond this magnitude are described on a power-of-two scale (exact), so a client's
-#: reward of 1e308 gets figures, not an overflow; a figure beyond float range is the largest float.
-_BIG = 2.0 ** 900
-
-
 def _scaled(stat: str, vals: list[float]) -> float:
-    """``stat`` of finite ``vals``: on the values as given when all are within ``_BIG`` (bits as
-    before), else on the values times 2^-k (exact) and scaled back, clamped to ±float max."""
-    top = max(abs(v) for v in vals)
-    k = max(0, math.frexp(top)[1] - math.frexp(_BIG)[1]) if top > _BIG else 0
+    """``stat`` of finite ``vals``, on the power-of-two scale GDPO uses for extreme values
+    (:func:`gymkit.advantages.scale_exponents`: exact, and the values as given otherwise), so a
+    client's reward of 1e308 gets figures, not an overflow; beyond float range: ±float max."""
+    import numpy as np
+
+    from gymkit.advantages import scale_exponents
+
+    k = scale_exponents(np.asarray(vals, dtype=np.float64), axis=None)
+    k = 0 if k is None else int(k)
     x = [math.ldexp(v, -k) for v in vals] if k else vals
     if stat == "mean":
         r = math.fsum(x) / len(x)

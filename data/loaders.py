@@ -258,6 +258,11 @@ def _drop_empty_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]
     and its first row; nothing with a value is dropped.  Linear in the cells."""
     if frame.height == 0 or frame.width == 0:
         return frame, ()
+    first = pl.col(frame.columns[0])  # both kinds are empty, or the header, in their first cell
+    maybe = (first.is_null() | (first.cast(pl.String).str.strip_chars() == "")
+             | (first.cast(pl.String).str.strip_chars() == frame.columns[0]))
+    if not frame.select(maybe.any()).item():  # one column's pass on the usual clean file
+        return frame, ()
     text = [c for c, t in frame.schema.items() if t == pl.String]
     blank = pl.all_horizontal(
         (pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")) if c in text

@@ -17,6 +17,10 @@ Three steps, in order, each recorded as a note:
    ``Field:TICKER`` get the same treatment on their field part.
 
 Unknown extra columns of a long frame are dropped with a note (never an error).
+
+CRSP's convention is kept: a close that comes from a ``PRC`` column is ``|PRC|``, because CRSP
+prints the bid/ask midpoint with a minus sign on a day without a closing trade (a note counts
+those days).
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ def parse_mapping(text: str) -> dict[str, str]:
 
 
 def _apply_mapping(frame: pl.DataFrame, columns: Mapping[str, str],
-                   notes: list[str]) -> pl.DataFrame:
+                   notes: list[str], origin: dict[str, str]) -> pl.DataFrame:
     rename: dict[str, str] = {}
     by_lower = {c.lower(): c for c in frame.columns}
     for key, src in columns.items():
@@ -90,6 +94,7 @@ def _apply_mapping(frame: pl.DataFrame, columns: Mapping[str, str],
         notes.append(f"ignored column(s) {list_columns(clash)}: replaced by the columns= mapping")
     if rename:
         notes.append("mapped " + ", ".join(f"{clip(k)!r} -> {v}" for k, v in rename.items()))
+    origin.update({v: k for k, v in rename.items()})
     return frame.rename(rename)
 
 
@@ -106,12 +111,36 @@ def _drop_index(frame: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
     return frame.drop(index)
 
 
+def _crsp_close(frame: pl.DataFrame, origin: Mapping[str, str], notes: list[str]) -> pl.DataFrame:
+    """``close`` from a CRSP ``PRC`` column as ``|PRC|`` (negative = bid/ask midpoint, no trade)."""
+    src = origin.get("close")
+    if src is None or norm(src) != "prc" or "close" not in frame.columns:
+        return frame
+    col = frame.get_column("close")
+    if col.dtype.is_numeric():
+        negative = col < 0
+        fixed = col.abs()
+    elif col.dtype == pl.String:  # text is parsed by the validator; only the sign is read here
+        text = col.str.strip_chars()
+        negative = text.str.starts_with("-")
+        fixed = text.str.strip_prefix("-")
+    else:
+        return frame
+    count = int(negative.fill_null(False).sum())
+    if not count:
+        return frame
+    notes.append(f"close from CRSP {clip(src)!r}: {count:,} negative value(s) are CRSP's bid/ask "
+                 "midpoint on a day without a closing trade; their absolute value is used")
+    return frame.with_columns(fixed.alias("close"))
+
+
 def normalise_columns(frame: pl.DataFrame, columns: Mapping[str, str] | None = None
                       ) -> tuple[pl.DataFrame, tuple[str, ...]]:
     """Return ``frame`` with schema column names (module doc) and the notes of what changed."""
     notes: list[str] = []
+    origin: dict[str, str] = {}  # schema column -> the input's name for it
     if columns:
-        frame = _apply_mapping(frame, columns, notes)
+        frame = _apply_mapping(frame, columns, notes, origin)
     frame = _drop_index(frame, notes)
     claims: dict[str, list[tuple[int, str]]] = {}
     for c in frame.columns:
@@ -137,6 +166,8 @@ def normalise_columns(frame: pl.DataFrame, columns: Mapping[str, str] | None = N
         more = f" ... ({len(changed)} in all)" if len(changed) > 12 else ""
         notes.append("recognised " + ", ".join(f"{clip(k)!r} as {v}" for k, v in shown) + more)
         frame = frame.rename(changed)
+    origin.update({v: k for k, v in changed.items()})
+    frame = _crsp_close(frame, origin, notes)
     if "ticker" in frame.columns:  # long layout: extra columns are ignored, with a note
         extra = [c for c in frame.columns if c not in KNOWN_COLUMNS]
         if extra:

@@ -188,3 +188,37 @@ def test_split_dates_off_the_calendar_print_the_resolved_sessions(vendor, capsys
     rc, out, _ = cli(capsys, "market", str(clean), "--split", "holdout_start=2014-07-04")
     assert rc == 0 and (f"  split        train {before + 1} sessions {d[0]}..{d[before]}, "
                         f"holdout {DAYS - after} sessions {d[after]}..{d[-1]}") in out
+
+
+def test_crsp_negative_prc_is_the_bid_ask_midpoint_not_a_bad_price(tmp_path, capsys) -> None:
+    """CRSP's daily file prints PRC with a minus sign on days without a closing trade (the
+    bid/ask midpoint): ``market clean`` takes |PRC| as the close, says how many, and the panel
+    equals the file with the signs removed; other columns keep the validator's rules."""
+    rows = []
+    for t in range(40):
+        for j in range(3):
+            rows.append({"PERMNO": 10001 + j, "date": int(str(M.dates[t]).replace("-", "")),
+                         "OPENPRC": M.open[t, j], "ASKHI": M.high[t, j], "BIDLO": M.low[t, j],
+                         "PRC": M.close[t, j], "VOL": M.volume[t, j], "SHROUT": 1000, "RET": 0.0})
+    df = pd.DataFrame(rows)
+    plain = tmp_path / "crsp_plain.csv"
+    df.to_csv(plain, index=False)
+    df.loc[[4, 50, 51], "PRC"] = -df.loc[[4, 50, 51], "PRC"]
+    crsp = tmp_path / "crsp.csv"
+    df.to_csv(crsp, index=False)
+    out = tmp_path / "crsp.parquet"
+    rc, text, err = cli(capsys, "market", "clean", str(crsp), str(out),
+                        "--columns", "open=OPENPRC,high=ASKHI,low=BIDLO")
+    assert rc == 0, err
+    assert ("note close from CRSP 'PRC': 3 negative value(s) are CRSP's bid/ask midpoint on a "
+            "day without a closing trade; their absolute value is used") in text
+    assert "non-positive-price" not in text
+    want = load_panel(plain, columns={"open": "OPENPRC", "high": "ASKHI", "low": "BIDLO"})
+    assert load_panel(out).fingerprint == want.fingerprint
+    df.to_parquet(tmp_path / "crsp_pandas.parquet")  # numbers, not text: the same rule
+    assert load_panel(tmp_path / "crsp_pandas.parquet", columns={
+        "open": "OPENPRC", "high": "ASKHI", "low": "BIDLO"}).fingerprint == want.fingerprint
+    # a plain close column keeps the rule: a negative close is a bad price, not a midpoint
+    df.rename(columns={"PRC": "Close"}).to_csv(crsp, index=False)
+    rc, _, err = cli(capsys, "market", str(crsp), "--columns", "open=OPENPRC,high=ASKHI,low=BIDLO")
+    assert rc == 1 and "[non-positive-price]" in err

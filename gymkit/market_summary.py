@@ -6,6 +6,14 @@ from __future__ import annotations
 __all__ = ["market_summary"]
 
 
+def _missing_opens(panel: object) -> str:
+    """How many priced cells (a close) lack an open: the book cannot fill there."""
+    import numpy as np
+
+    n = int((np.isnan(panel.open) & ~np.isnan(panel.close)).sum())
+    return f"{n:,} priced cell(s) with no open: the book earns 0 on a position across them" if n else "every priced cell has an open"
+
+
 def market_summary(panel: object, title: str) -> str:
     """Return a human-readable multi-line summary of a Panel (shape, span, fields, stats)."""
     import numpy as np
@@ -25,7 +33,8 @@ def market_summary(panel: object, title: str) -> str:
         f"  stocks       {panel.N}: {' '.join(panel.tickers[:8])}{' ...' if panel.N > 8 else ''}",
         f"  split        train {train.T} sessions to {DEFAULT_SPLIT.train_end}, holdout {hold} sessions",
         f"  fields       open high low close volume | derived returns vwap | optional {' '.join(opt) or '-'}",
-        f"  missing      {np.isnan(panel.close).mean():.2%} of close cells",
+        f"  missing      {np.isnan(panel.close).mean():.2%} of close cells, "
+        f"{np.isnan(panel.open).mean():.2%} of open cells ({_missing_opens(panel)})",
         f"  volatility   median {np.nanmedian(vol):.1%}/yr across stocks "
         f"(10%-90%: {np.nanpercentile(vol, 10):.1%}-{np.nanpercentile(vol, 90):.1%})",
         f"  market       equal-weight {np.nanmean(mkt) * 252:+.1%}/yr, vol {np.nanstd(mkt) * np.sqrt(252):.1%}/yr",

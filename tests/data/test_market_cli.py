@@ -222,3 +222,19 @@ def test_crsp_negative_prc_is_the_bid_ask_midpoint_not_a_bad_price(tmp_path, cap
     df.rename(columns={"PRC": "Close"}).to_csv(crsp, index=False)
     rc, _, err = cli(capsys, "market", str(crsp), "--columns", "open=OPENPRC,high=ASKHI,low=BIDLO")
     assert rc == 1 and "[non-positive-price]" in err
+
+
+def test_market_counts_missing_opens(vendor, tmp_path, capsys) -> None:
+    """``gymkit market`` says how many priced cells have no open (the book earns 0 across them);
+    the loader's missing-open warning names the rows."""
+    clean, _ = vendor
+    df = pd.read_csv(clean)
+    rc, out, _ = cli(capsys, "market", str(clean))
+    assert rc == 0 and "0.00% of open cells (every priced cell has an open)" in out
+    df.loc[[3, 9, 17], "Open"] = np.nan
+    holes = tmp_path / "holes.csv"
+    df.to_csv(holes, index=False)
+    rc, out, err = cli(capsys, "market", str(holes))
+    assert rc == 0, err
+    assert "3 priced cell(s) with no open: the book earns 0 on a position across them" in out
+    assert "missing-open" in err

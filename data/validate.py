@@ -180,8 +180,11 @@ class _Checker:
             date=None if date is None else str(date),
         )
 
-    def flag(self, rule: str, mask: pl.Series, describe: Any) -> pl.Series | None:
-        """Raise (strict) or record the rule for the rows of ``mask``; return the mask if any."""
+    def flag(self, rule: str, mask: pl.Series, describe: Any, hint: str = "") -> pl.Series | None:
+        """Raise (strict) or record the rule for the rows of ``mask``; return the mask if any.
+
+        ``hint`` (what to do about it) is said once, after the rows, not once per row.
+        """
         mask = mask.fill_null(False)
         n = int(mask.sum())
         if n == 0:
@@ -190,21 +193,22 @@ class _Checker:
         err = self._row_error(rule, i, describe(self.df.row(i, named=True), i))
         if self.strict or RULES[rule][0]:
             if n > 1:
-                raise self._listing(rule, err, mask, describe, n)
-            raise err
+                raise self._listing(rule, err, mask, describe, n, hint)
+            raise self._row_error(rule, i, err.detail + (f"; {hint}" if hint else ""))
         self.counts[rule] = self.counts.get(rule, 0) + n
-        self.first.setdefault(rule, str(err))
+        self.first.setdefault(rule, str(err) + (f"; {hint}" if hint else ""))
         return mask
 
     def _listing(self, rule: str, err: ValidationError, mask: pl.Series, describe: Any,
-                 n: int) -> ValidationError:
+                 n: int, hint: str = "") -> ValidationError:
         """``err`` extended to list the first :data:`MAX_LISTED_ROWS` rows of ``mask``."""
         rows = [str(err).split("] ", 1)[1]]
         for i in mask.arg_true()[1:MAX_LISTED_ROWS].to_list():
             e = self._row_error(rule, i, describe(self.df.row(i, named=True), i))
             rows.append(str(e).split("] ", 1)[1])
         shown = f"{len(rows)} of {n} rows shown" if n > len(rows) else f"{n} rows"
-        out = ValidationError(rule, f"{err.detail}; " + "; ".join(rows[1:]) + f" ({shown})",
+        out = ValidationError(rule, f"{err.detail}; " + "; ".join(rows[1:]) + f" ({shown})"
+                              + (f"; {hint}" if hint else ""),
                               ticker=err.ticker, date=err.date, column=err.column)
         out.rows = rows
         return out
@@ -315,12 +319,10 @@ def _check_order(chk: _Checker, require_sorted: bool) -> None:
 
         def describe(r: dict, i: int) -> str:
             prev = chk.df.row(i - 1, named=True)
-            return (
-                f"row {i} comes after {clip(prev['ticker'])} {prev['date']}; "
-                "long input must be sorted by date, then ticker"
-            )
+            return f"row {i} comes after {clip(prev['ticker'])} {prev['date']}"
 
-        if chk.flag("unsorted", mask, describe) is not None:
+        if chk.flag("unsorted", mask, describe,
+                    hint="long input must be sorted by date, then ticker") is not None:
             chk.df = chk.df.sort("date", "ticker", maintain_order=True)
     else:
         chk.df = chk.df.sort("date", "ticker", maintain_order=True)

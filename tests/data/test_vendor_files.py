@@ -114,6 +114,27 @@ def test_strict_error_lists_twenty_rows_and_the_count() -> None:
     assert msg.startswith(f"[high-below-open-close] {first['Name']} {first['Date']}: high 0.5")
 
 
+def test_unsorted_rows_are_listed_and_the_rule_said_once(tmp_path) -> None:
+    """Three swapped pairs of rows: six rows named, the sorting rule said once at the end, in
+    strict mode; --lenient sorts them and reports the first with the rule."""
+    df = vendor_frame()
+    order = list(range(len(df)))
+    for a, b in ((3, 6), (40, 45), (80, 84)):
+        order[a], order[b] = order[b], order[a]
+    path = tmp_path / "unsorted.csv"
+    df.iloc[order].to_csv(path, index=False)
+    with pytest.raises(ValidationError) as info:
+        load_panel(path)
+    msg = str(info.value)
+    assert msg.count("comes after") == 6 and len(info.value.rows) == 6
+    assert msg.endswith("(6 rows); long input must be sorted by date, then ticker")
+    assert msg.count("must be sorted") == 1 and "\n" not in msg
+    panel, report = load_panel_with_report(path, strict=False)
+    assert report.counts["unsorted"] == 6
+    assert report.first["unsorted"].endswith("; long input must be sorted by date, then ticker")
+    assert panel.fingerprint == load_panel(df).fingerprint
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"", "empty file (no header, no rows)"),
     (b"date,ticker,open,high,low,close,volume\n", "[empty-panel] panel: no rows"),

@@ -5,7 +5,10 @@ environment's train panel, seed 0) to a JSONL file, runs ``gymkit score-file`` `
 times per configuration (interleaved, ``--restart``), checks every output is byte-identical,
 and prints the median wall time (startup, a local Ray's start and environment builds
 included) and answers/s.  ``--runs local:1,local:2,ray:2`` picks the configurations
-(``ENGINE:WORKERS``; a bare number means ``local``).
+(``ENGINE:WORKERS``; a bare number means ``local``).  ``--market FILE`` scores on a user's
+market (``gymkit score-file --market FILE``; formulas drawn on its train panel);
+``--synthetic-n N`` first writes a seeded synthetic N-stock, 3,556-session panel there
+(``gymkit.audit.lookahead.synthetic_panel``) as long Parquet.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--runs", default="local:1,local:2", help="ENGINE:WORKERS, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--market", default=None, help="score on this market file (default: embedded)")
+    ap.add_argument("--synthetic-n", type=int, default=None,
+                    help="write a seeded synthetic panel of this many stocks to --market first")
     args = ap.parse_args()
     import numpy as np
 
@@ -33,7 +39,20 @@ def main() -> None:
     from gymkit.audit.formulas import random_formula
     from gymkit.dsl import to_text
 
-    train = gymkit.make("us46-default").setup.train
+    market = []
+    if args.market:
+        from gymkit.data import load_panel
+
+        if args.synthetic_n:
+            from gymkit.audit.lookahead import synthetic_panel
+            from gymkit.cli.market import panel_to_long
+
+            panel_to_long(synthetic_panel(seed=args.synthetic_n, t=3556, n=args.synthetic_n)
+                          ).write_parquet(args.market)
+        market = ["--market", args.market]
+        train = gymkit.make("us46-default", market=load_panel(args.market)).setup.train
+    else:
+        train = gymkit.make("us46-default").setup.train
     rng = np.random.default_rng(0)
     d = Path(tempfile.mkdtemp(prefix="bench-scorefile-"))
     src = d / "formulas.jsonl"
@@ -49,7 +68,7 @@ def main() -> None:
             out = d / f"cards-{engine}-{w}.jsonl"
             t0 = time.perf_counter()
             subprocess.run([exe, "score-file", str(src), "--out", str(out), "--workers", str(w),
-                            "--engine", engine, "--no-progress", "--restart"], check=True,
+                            "--engine", engine, "--no-progress", "--restart", *market], check=True,
                            capture_output=True)
             times[(engine, w)].append(time.perf_counter() - t0)
             outputs.add(out.read_bytes())

@@ -61,6 +61,7 @@ __all__ = [
     "Compliance",
     "DifficultyReport",
     "brief_from_text",
+    "brief_id_of",
     "check_compliance",
     "contradictions",
     "difficulty_filter",
@@ -404,10 +405,15 @@ def brief_text(facets: dict[str, str]) -> str:
             f"Risk preference: {t['risk']}.")
 
 
+def brief_id_of(text: str) -> str:
+    """A brief's id: the first 16 hex digits of the sha256 of its text (UTF-8)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _make(facets: dict[str, str]) -> Brief:
     text = brief_text(facets)
     family = facets["mechanism"]
-    return Brief(brief_id=hashlib.sha256(text.encode()).hexdigest()[:16], family=family,
+    return Brief(brief_id=brief_id_of(text), family=family,
                  split="holdout" if family in HOLDOUT_FAMILIES else "train",
                  facets=dict(facets), text=text)
 

@@ -44,6 +44,11 @@ ANSWER_FORMATS: dict[bool | None, str] = {
 _ANSWER_RULES = ("The answer is the one <alpha> tag outside any <think>...</think> block: tags "
                  "inside it are drafts and are ignored. At most {limit} characters in all.")
 _NO_BRIEF = "Design one alpha of your choice."
+#: The no-brief user turn, and the last words of every system text (where the prompt's rules
+#: end: gymkit.server.compat reads a response after them).
+NO_BRIEF = _NO_BRIEF
+ANSWER_RULES_TAIL = " characters in all."
+assert _ANSWER_RULES.endswith("{limit}" + ANSWER_RULES_TAIL)
 
 
 def system_text(fields: Iterable[str], levels: Iterable[str], operators: Iterable[str],

@@ -8,7 +8,10 @@ reward ≥ ``threshold``; pairs are de-duplicated by the bucketed canonical form
 best reward wins, ties keep the first seen).  Row: ``brief_id``, ``messages`` (system + user
 from gymkit/prompt.py, then the assistant turn ``<alpha>formula</alpha>``), ``formula``,
 ``canonical``, ``reward``, ``card`` (the card's JSON without timings) and ``prompt_version``.
-Unknown brief ids are exported without a brief (user turn = the no-brief request).
+A row without a ``brief_id`` (or with ``""``) is exported without a brief (user turn = the
+no-brief request); a row may carry its brief's text (``brief``, as gymkit's dataset rows do), so
+briefs of any generator seed keep their prompt; an id that is neither the default generator's
+nor its row's text is a one-line error (its prompt would not be what the model saw).
 """
 
 from __future__ import annotations
@@ -32,14 +35,19 @@ def export_rows(env: Any, answers: Sequence[dict[str, str]], threshold: float = 
     from gymkit.prompt import PROMPT_VERSION, chat_messages
     from gymkit.verifiers.channels import cap_binds
 
-    from .adapters.common import brief_text_of
+    from .adapters.common import resolve_brief
 
     groups: dict[str, list[str]] = {}
+    texts: dict[str, Any] = {}
     for a in answers:
-        groups.setdefault(str(a.get("brief_id", "")), []).append(a["completion"])
+        bid = str(a.get("brief_id") or "")
+        groups.setdefault(bid, []).append(a["completion"])
+        texts.setdefault(bid, a.get("brief"))
+    briefs = {bid: resolve_brief(bid, texts[bid], f"{len(comps)} answer(s) with brief_id {bid!r}: ")
+              for bid, comps in groups.items()}  # every id checked before anything is scored
     best: dict[str, dict[str, Any]] = {}
     for bid, comps in groups.items():
-        brief = brief_text_of(bid)
+        brief = briefs[bid]
         for card in env.score_group(comps, brief=brief):
             if not card.valid or card.canonical is None:
                 tally["invalid"] += 1

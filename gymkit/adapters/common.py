@@ -38,6 +38,7 @@ __all__ = [
     "INTERNAL_REWARD",
     "MEMO_SIZE",
     "InternalResult",
+    "UnknownBrief",
     "UnknownEnvironment",
     "brief_text_of",
     "clear_memo",
@@ -46,6 +47,7 @@ __all__ = [
     "group_keys",
     "model_call_failed",
     "parse_env_ref",
+    "resolve_brief",
     "score_group_safe",
     "score_rows",
 ]
@@ -204,6 +206,41 @@ def brief_text_of(brief_id: str | None) -> str | None:
     return _brief_index(DEFAULT_N, DEFAULT_SEED).get(brief_id)
 
 
+class UnknownBrief(ValueError):
+    """A dataset row names a brief that cannot be found (:func:`resolve_brief`): a configuration
+    error, raised through the adapters' never-raise rule (R13 would silently not count)."""
+
+
+def resolve_brief(brief_id: Any, text: Any = None, where: str = "") -> str | None:
+    """The brief text a dataset row names; None when it names none (no id, no text).
+
+    ``text``: the row's own copy of the brief (``extra_info["brief"]`` / ``info["brief"]``, as
+    gymkit's dataset rows carry it): used when its id (:func:`gymkit.briefs.brief_id_of`) is
+    ``brief_id``, so briefs of any generator seed or count are scored with their brief.  Without
+    it, the default generator's brief of that id.  An id that neither finds, or a text that is
+    not the id's, raises :class:`UnknownBrief` (prefixed by ``where``): scoring on would drop
+    R13 (brief compliance) for that row.
+    """
+    from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, brief_id_of
+
+    if brief_id is None or brief_id == "":
+        return text if isinstance(text, str) and text else None
+    if not isinstance(brief_id, str):
+        raise UnknownBrief(f"{where}brief_id must be a string, got {type(brief_id).__name__}")
+    if isinstance(text, str) and text:
+        if brief_id_of(text) != brief_id:
+            raise UnknownBrief(f"{where}the row's brief text is not brief {brief_id!r} (its id is "
+                             f"{brief_id_of(text)!r}): the row was edited or mixed up")
+        return text
+    found = brief_text_of(brief_id)
+    if found is None:
+        raise UnknownBrief(f"{where}unknown brief_id {brief_id[:40]!r}: not a brief of the default "
+                         f"generator (n={DEFAULT_N}, seed={DEFAULT_SEED}) and the row carries no "
+                         "brief text (its 'brief' field, as gymkit's dataset rows write it), so "
+                         "R13 (brief compliance) could not count")
+    return found
+
+
 def group_keys(prompts: Sequence[Any], brief_ids: Sequence[Any] | None) -> list[str]:
     """Group key per row: the ``brief_id`` when given, else the prompt's JSON text."""
     if brief_ids is not None:
@@ -236,16 +273,28 @@ def score_group_safe(env: Any, texts: Sequence[str], brief: str | None) -> list[
 
 
 def score_rows(env: Any, prompts: Sequence[Any], completions: Sequence[Any],
-               brief_ids: Sequence[Any] | None = None) -> list[Any]:
-    """Score a batch row by row in groups (module doc); returns one card or InternalResult per row."""
-    keys = group_keys(prompts, brief_ids)
+               brief_ids: Sequence[Any] | None = None,
+               briefs: Sequence[Any] | None = None,
+               keys: Sequence[str] | None = None) -> list[Any]:
+    """Score a batch row by row in groups (module doc); returns one card or InternalResult per row.
+
+    ``briefs``: each row's own brief text, when the rows carry it (:func:`resolve_brief`); a
+    row naming a brief that cannot be found raises :class:`UnknownBrief` before anything is
+    scored.  ``keys``: the group of each row (default :func:`group_keys`).
+    """
+    keys = group_keys(prompts, brief_ids) if keys is None else list(keys)
     texts = [completion_text(c) for c in completions]
     rows: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         rows.setdefault(k, []).append(i)
+    resolved = {}
+    for idx in rows.values():
+        i = idx[0]
+        resolved[i] = resolve_brief(brief_ids[i] if brief_ids is not None else None,
+                                    briefs[i] if briefs is not None else None, f"row {i}: ")
     out: list[Any] = [None] * len(texts)
     for idx in rows.values():
-        brief = brief_text_of(brief_ids[idx[0]]) if brief_ids is not None else None
+        brief = resolved[idx[0]]
         for i, res in zip(idx, score_group_safe(env, [texts[i] for i in idx], brief), strict=True):
             out[i] = res
     return out

@@ -5,7 +5,8 @@ Row (JSONL, :func:`brief_rows`): ``brief_id``, ``family``, ``split``, ``facets``
 and ``prompt_version``.  verl rows (:func:`verl_rows`, Parquet): ``data_source``
 ("gymkit/<env_id>"), ``prompt`` (chat messages), ``ability`` ("alpha-design"),
 ``reward_model`` ({"style": "rule", "ground_truth": brief_id}) and ``extra_info``
-({"brief_id", "split", "index"}).  The prompt vocabulary (fields, group levels, operators) is
+({"brief_id", "split", "index", "brief"}: the brief's text travels with the row, so the reward
+side scores briefs of any generator seed with their brief).  The prompt vocabulary (fields, group levels, operators) is
 the environment's: read from ``env`` when given (a built environment, or just its market
 panel), otherwise from the embedded default market's panel, without building an environment.
 
@@ -78,7 +79,8 @@ def verl_rows(briefs: Sequence[Brief], env_id: str = "us46-default", env: Any | 
              "prompt": chat_messages(b.text, fields, levels, OPERATORS, reasoning),
              "ability": "alpha-design",
              "reward_model": {"style": "rule", "ground_truth": b.brief_id},
-             "extra_info": {"brief_id": b.brief_id, "split": b.split, "index": i}}
+             "extra_info": {"brief_id": b.brief_id, "split": b.split, "index": i,
+                            "brief": b.text}}
             for i, b in enumerate(briefs)]
 
 

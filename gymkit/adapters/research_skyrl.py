@@ -26,7 +26,7 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from gymkit.adapters.common import brief_text_of, get_env
+from gymkit.adapters.common import get_env, resolve_brief
 from gymkit.adapters.skyrl import skyrl_rows
 from gymkit.briefs import Brief
 from gymkit.research import DEFAULT_BUDGET, TOOL_SPECS, ResearchEnv
@@ -53,10 +53,11 @@ class ResearchTextEnv(BaseTextEnv):
         budget = int(_get(env_config, "budget", None) or DEFAULT_BUDGET)
         brief_id = _get(_get(extras, "extra_info", {}), "brief_id") or \
             _get(_get(extras, "reward_spec", {}), "ground_truth")
-        brief = brief_text_of(brief_id)
-        if brief is None:
-            raise ValueError("skyrl extras: no known brief id (expected extra_info.brief_id or "
+        if not isinstance(brief_id, str) or not brief_id:
+            raise ValueError("skyrl extras: no brief id (expected extra_info.brief_id or "
                              "reward_spec.ground_truth, as research_rows writes them)")
+        brief = resolve_brief(brief_id, _get(_get(extras, "extra_info", {}), "brief"),
+                              "skyrl extras: ")
         self.episode = ResearchEnv(get_env(env_id), budget=budget).episode(brief)
         self.max_turns = budget + 1
         self._metrics: dict[str, float] = {}

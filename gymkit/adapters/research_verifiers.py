@@ -3,7 +3,7 @@
 :func:`load_environment` is the module's entry point (``vf.load_environment(
 "gymkit.adapters.research_verifiers", split=..., budget=...)``).  The dataset is the split's
 briefs: ``prompt`` = the research episode's chat (system: task contract, research rules and
-the tool schemas as JSON; user: the brief), ``answer`` empty, ``info = {"brief_id"}``.
+the tool schemas as JSON; user: the brief), ``answer`` empty, ``info = {"brief_id", "brief"}``.
 
 Per rollout, ``setup_state`` opens one :class:`~gymkit.research.ResearchEpisode` for the
 row's brief; each model turn is one action (``<tool_call>{json}</tool_call>`` text or an
@@ -29,7 +29,7 @@ from typing import Any
 from datasets import Dataset
 
 import verifiers as vf
-from gymkit.adapters.common import brief_text_of, completion_text, get_env, model_call_failed
+from gymkit.adapters.common import completion_text, get_env, model_call_failed, resolve_brief
 from gymkit.briefs import DEFAULT_N, DEFAULT_SEED, generate_briefs, split_briefs
 from gymkit.research import DEFAULT_BUDGET, NO_SUBMIT_REWARD, ResearchEnv
 
@@ -72,7 +72,8 @@ class ResearchMultiTurnEnv(vf.MultiTurnEnv):
     async def setup_state(self, state: Any) -> Any:
         """Open the row's episode (kept by trajectory id; the state holds only numbers)."""
         info = state.get("info") or {}
-        brief = brief_text_of(info.get("brief_id") if isinstance(info, dict) else None)
+        info = info if isinstance(info, dict) else {}
+        brief = resolve_brief(info.get("brief_id"), info.get("brief"), "verifiers info: ")
         self._episodes[state["trajectory_id"]] = self.renv.episode(brief)
         return state
 
@@ -107,7 +108,7 @@ def load_environment(env_id: str = "us46-research", split: str = "train",
     rows = []
     for b in split_briefs(generate_briefs(n_briefs, brief_seed), split):
         msgs = renv.episode(b.text).messages(tools=True)
-        rows.append({"prompt": msgs, "answer": "", "info": {"brief_id": b.brief_id}})
+        rows.append({"prompt": msgs, "answer": "", "info": {"brief_id": b.brief_id, "brief": b.text}})
     funcs = [research_reward, _monitor("valid"), _monitor("n_trials"), _monitor("n_calls"),
              _monitor("deflation"), research_model_error]
     rubric = vf.Rubric(funcs=funcs, weights=[1.0] + [0.0] * (len(funcs) - 1))

@@ -31,7 +31,7 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from gymkit.adapters.common import INTERNAL_REWARD, brief_text_of, get_env, score_group_safe
+from gymkit.adapters.common import INTERNAL_REWARD, get_env, resolve_brief, score_group_safe
 from gymkit.adapters.datasets import brief_rows
 from gymkit.briefs import Brief
 
@@ -83,7 +83,8 @@ class GymkitTextEnv(BaseTextEnv):
             raise ValueError("skyrl extras: no brief id (expected extra_info.brief_id or "
                              "reward_spec.ground_truth, as skyrl_rows writes them)")
         self.brief_id = brief_id
-        self.brief = brief_text_of(brief_id)
+        self.brief = resolve_brief(brief_id, _get(_get(extras, "extra_info", {}), "brief"),
+                                   "skyrl extras: ")
         self.max_turns = 1
         self._metrics: dict[str, float] = {}
 
@@ -148,5 +149,5 @@ def skyrl_rows(briefs: Sequence[Brief], env: Any | None = None,
     return [{"data_source": f"gymkit/{env_id}",
              "prompt": r["prompt"], "env_class": env_class,
              "reward_spec": {"method": "rule", "ground_truth": r["brief_id"]},
-             "extra_info": {"brief_id": r["brief_id"], "split": r["split"]}}
+             "extra_info": {"brief_id": r["brief_id"], "split": r["split"], "brief": r["brief"]}}
             for r in brief_rows(briefs, env)]

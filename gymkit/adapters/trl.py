@@ -25,12 +25,14 @@ construction), in channel mode raw channel values with invalid rows absent — w
 Mapping (``mode="channels"``, TRL's built-in GDPO, for groups split across processes):
 
 * one callable per active channel (name ``gymkit_<channel>``) returning the card's raw channel
-  value for a valid answer and ``None`` for an invalid one;
+  value for a valid answer and ``None`` for an invalid one, plus ``gymkit_brief_compliance``
+  (R13; ``None`` on rows without a brief, so the advantage mode and channel mode count the same
+  channels);
 * one ``gymkit_valid`` callable: 1.0 valid, 0.0 invalid, with the dominating weight of
   :func:`valid_weight` (a gate channel);
 * an internal scoring error returns ``None`` from every callable, ``valid`` included (no
   signal; the answer is not blamed);
-* :func:`grpo_config_kwargs` gives ``reward_weights`` = the environment's priorities (+
+* :func:`grpo_config_kwargs` gives ``reward_weights`` = the priorities of those channels (+
   :func:`valid_weight` for ``valid``) and ``multi_objective_aggregation="normalize_then_sum"``.
 
 Why invalid answers stay below every valid one, ≤ 0, and each group zero-sum under TRL's
@@ -55,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import get_env, score_rows
+from .common import UnknownBrief, get_env, score_rows
 
 __all__ = ["MAX_GENERATIONS", "AdvantageReward", "ChannelReward", "grpo_config_kwargs", "log_metrics",
            "reward_funcs", "valid_weight"]
@@ -109,7 +111,10 @@ class ChannelReward:
         """One value per completion: the channel value, None for invalid / internal rows."""
         try:
             env = get_env(self.env_id)
-            results = score_rows(env, prompts, completions, kwargs.get("brief_id"))
+            results = score_rows(env, prompts, completions, kwargs.get("brief_id"),
+                                 kwargs.get("brief"))
+        except UnknownBrief:  # a dataset that names an unknown brief: a configuration error
+            raise
         except Exception:  # never raise from a reward function: no signal for this batch
             return [None] * len(completions)
         if self.channel == "valid":
@@ -120,8 +125,10 @@ class ChannelReward:
                 out.append(None)
             elif self.channel == "valid":
                 out.append(1.0 if r.valid else 0.0)
+            elif not r.valid or self.channel not in r.channels:  # R13 only on briefed rows
+                out.append(None)
             else:
-                out.append(float(r.channels[self.channel]) if r.valid else None)
+                out.append(float(r.channels[self.channel]))
         return out
 
 
@@ -153,7 +160,7 @@ class AdvantageReward:
                 f"each call; got group sizes {sorted(bad.values())}: use mode='channels' when "
                 "groups are split across processes")
         env = get_env(self.env_id)
-        results = score_rows(env, prompts, completions, ids)
+        results = score_rows(env, prompts, completions, ids, kwargs.get("brief"))
         log_metrics(results, kwargs.get("log_metric"))
         out: list[float | None] = [None] * len(completions)
         for idx in rows.values():
@@ -166,6 +173,12 @@ class AdvantageReward:
         return out
 
 
+def _channel_names(env_id: str) -> tuple[str, ...]:
+    """The channel functions of channel mode: the active channels and R13 (brief compliance:
+    ``None`` on a row without a brief, so it adds nothing there)."""
+    return get_env(env_id).briefed_channels
+
+
 def reward_funcs(env_id: str = "us46-default", mode: str = "advantage",
                  num_generations: int | None = None) -> list[Any]:
     """TRL reward functions for ``env_id``: one GDPO advantage (default) or per-channel + ``valid``."""
@@ -175,8 +188,8 @@ def reward_funcs(env_id: str = "us46-default", mode: str = "advantage",
                              "GRPOConfig.num_generations)")
         return [AdvantageReward(env_id, num_generations)]
     if mode == "channels":
-        env = get_env(env_id)
-        return [*(ChannelReward(env_id, c) for c in env.channels), ChannelReward(env_id, "valid")]
+        return [*(ChannelReward(env_id, c) for c in _channel_names(env_id)),
+                ChannelReward(env_id, "valid")]
     raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")
 
 
@@ -189,7 +202,7 @@ def grpo_config_kwargs(env_id: str = "us46-default", mode: str = "advantage",
                 "scale_rewards": "none"}
     if mode == "channels":
         env = get_env(env_id)
-        weights = [float(x) for x in np.asarray(env.priorities)] + [
-            valid_weight(env.priorities, num_generations or MAX_GENERATIONS)]
+        pri = [float(env.config.priorities[c]) for c in _channel_names(env_id)]
+        weights = [*pri, valid_weight(pri, num_generations or MAX_GENERATIONS)]
         return {"reward_weights": weights, "multi_objective_aggregation": "normalize_then_sum"}
     raise ValueError(f"mode must be 'advantage' or 'channels', got {mode!r}")

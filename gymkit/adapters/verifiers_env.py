@@ -9,7 +9,7 @@ verifiers release chooses the API:
 
 * **verifiers 0.2.x** (legacy): a ``verifiers.SingleTurnEnv`` over a dataset of the split's
   briefs — ``prompt`` (chat messages from gymkit/prompt.py), ``answer`` (empty: there is no
-  reference answer), ``info = {"brief_id": ...}`` and no ``task`` column (0.2 routes by
+  reference answer), ``info = {"brief_id": ..., "brief": <its text>}`` and no ``task`` column (0.2 routes by
   ``info['env_id']`` and rejects plain-string task routes) — with ``XMLParser(["alpha"])`` and a
   ``Rubric`` of ``gymkit_reward`` (weight 1: the card's scalar reward, passed through) plus
   weight-0 monitors, one per active channel (raw value), ``gymkit_valid`` (1/0),
@@ -42,10 +42,10 @@ from typing import Any
 from gymkit.adapters.common import (
     INTERNAL_REWARD,
     InternalResult,
-    brief_text_of,
     completion_text,
     get_env,
     model_call_failed,
+    resolve_brief,
     score_group_safe,
 )
 from gymkit.adapters.datasets import brief_rows
@@ -74,8 +74,10 @@ class VerifiersChannel:
         self.__name__ = f"gymkit_{channel}"
 
     def __call__(self, completion: Any = None, info: Any = None, **kwargs: Any) -> float:
-        """The value of this rollout's answer (module doc); never raises."""
-        brief_id = info.get("brief_id") if isinstance(info, dict) else None
+        """The value of this rollout's answer (module doc); never raises on an answer (a row
+        naming a brief that cannot be found raises :class:`~gymkit.adapters.common.UnknownBrief`)."""
+        info = info if isinstance(info, dict) else {}
+        brief = resolve_brief(info.get("brief_id"), info.get("brief"), "verifiers info: ")
         state = kwargs.get("state")
         if model_call_failed(state):
             if self.channel == "model_error":
@@ -85,7 +87,7 @@ class VerifiersChannel:
             return 0.0
         try:
             env = get_env(self.env_id)
-            res = score_group_safe(env, [completion_text(completion)], brief_text_of(brief_id))[0]
+            res = score_group_safe(env, [completion_text(completion)], brief)[0]
         except Exception:
             res = InternalResult("scoring raised")
         internal = bool(getattr(res, "internal", False))
@@ -107,7 +109,8 @@ def _legacy(env_id: str, split: str, n_briefs: int, brief_seed: int, **kwargs: A
 
     env = get_env(env_id)
     briefs = split_briefs(generate_briefs(n_briefs, brief_seed), split)
-    rows = [{"prompt": r["prompt"], "answer": "", "info": {"brief_id": r["brief_id"]}}
+    rows = [{"prompt": r["prompt"], "answer": "", "info": {"brief_id": r["brief_id"],
+                                                           "brief": r["brief"]}}
             for r in brief_rows(briefs, env)]
     names = ["reward", *env.channels, "valid", "internal", "model_error"]
     funcs = [VerifiersChannel(env_id, c) for c in names]

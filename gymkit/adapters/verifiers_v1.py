@@ -31,7 +31,6 @@ import verifiers.v1 as vf
 
 from gymkit.adapters.common import (
     INTERNAL_REWARD,
-    brief_text_of,
     completion_text,
     get_env,
     score_group_safe,
@@ -62,11 +61,12 @@ class GymkitTask(vf.Task):
         text = completion_text(msgs[-1]) if msgs else str(getattr(trace, "last_reply", "") or "")
         env_id = getattr(self.config, "env_id", None) or self._env_id
         try:
-            return score_group_safe(get_env(env_id), [text], brief_text_of(self.data.id))[0]
+            return score_group_safe(get_env(env_id), [text], self._brief)[0]
         except Exception:
             return None
 
     _env_id = "us46-default"
+    _brief: str | None = None  # the brief's text (set by the taskset: any generator seed)
 
     @vf.reward(weight=1.0)
     async def gymkit(self, trace: Any) -> float:
@@ -100,6 +100,7 @@ class GymkitTaskset(vf.Taskset[GymkitTask, GymkitTasksetConfig]):
                                system_prompt=r["prompt"][0]["content"])
             task = GymkitTask(data, cfg.task)
             task._env_id = cfg.env_id
+            task._brief = r["brief"]
             yield task
 
 

@@ -17,7 +17,10 @@ keys: ``score`` (the card's scalar reward, passed through), ``valid`` (1/0), ``i
 (raw value; invalid answers carry the card's penalties/zeros) and ``brief_compliance``.
 ``ground_truth`` is the ``brief_id`` (``gymkit briefs --format verl-parquet`` puts it there and in
 ``extra_info``): the answer is scored with its brief, so R13 (brief compliance) counts in the
-score, and ``brief_compliance`` reports it (0.0 for a row without a brief).
+score, and ``brief_compliance`` reports it (0.0 for a row without a brief).  The brief is
+found by its id among the default generator's briefs, or from the row's own copy,
+``extra_info["brief"]`` (the rows carry it, so briefs of any ``--seed``/``--n`` score with their
+brief); a row whose brief cannot be found raises a one-line ``ValueError`` naming the sample.
 
 ``data_source`` names the environment: ``"gymkit/<env_id>"`` (``"gymkit"`` alone =
 us46-default), ``"gymkit/<absolute .toml path>"``, and either with ``@<absolute market path>``
@@ -37,9 +40,11 @@ from typing import Any
 from gymkit.adapters.common import (
     INTERNAL_REWARD,
     InternalResult,
+    UnknownBrief,
     UnknownEnvironment,
     get_env,
     parse_env_ref,
+    resolve_brief,
     score_rows,
 )
 
@@ -76,6 +81,10 @@ def _brief_id(ground_truth: Any, extra_info: Any) -> str | None:
     return ground_truth if isinstance(ground_truth, str) and ground_truth else None
 
 
+def _brief_text(extra_info: Any) -> Any:
+    return extra_info.get("brief") if isinstance(extra_info, dict) else None
+
+
 def _result_dict(res: Any, channels: Sequence[str]) -> dict[str, float]:
     """One sample's dict: the active channels and R13 ``brief_compliance`` (counted in the score
     whenever the row names its brief, 0.0 when it does not), the same keys for every sample."""
@@ -98,6 +107,7 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
     infos = list(extra_infos) if extra_infos is not None else [None] * n
     env_ids = [env_id_of(ds, f"sample {i}") for i, ds in enumerate(data_sources)]
     ids = [_brief_id(g, e) for g, e in zip(ground_truths, infos, strict=True)]
+    texts = [_brief_text(e) for e in infos]
     # The group of a row: its brief; a row without one groups with the other samples of its
     # dataset row (extra_info["index"], shared by verl's n rollouts of one prompt), else alone;
     # never with unrelated prompts (R2 and R9's duplicate penalty compare within a group).
@@ -113,12 +123,17 @@ def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str
             envs[env_id] = get_env(env_id)
         except ValueError as exc:
             raise ValueError(f"sample {idx[0]}: data_source 'gymkit/{env_id}': {exc}") from None
+    for i, (b, t) in enumerate(zip(ids, texts, strict=True)):  # before scoring anything
+        resolve_brief(b, t, f"sample {i}: ")
     for env_id, idx in by_env.items():
         try:
             env = envs[env_id]
             channels = env.channels
             res = score_rows(env, [keys[i] for i in idx], [solution_strs[i] for i in idx],
-                             [keys[i] for i in idx])
+                             [ids[i] for i in idx], [texts[i] for i in idx],
+                             keys=[keys[i] for i in idx])
+        except UnknownBrief:
+            raise
         except Exception as exc:  # never raise on answers: the environment itself failed
             from gymkit.verifiers.channels import CHANNEL_NAMES
 

@@ -11,7 +11,12 @@ taken from its end, by :func:`response_of_query`:
 2. else, when ``prompts[i]`` is a prefix of the query, the text after it;
 3. else the text after the last plain ``Assistant:`` line;
 4. else the last ``<alpha>…</alpha>`` together with the text since the previous tag (so an
-   example tag in the prompt and the answer's reasoning block stay apart).
+   example tag in the prompt and the answer's reasoning block stay apart), searched only after
+   gymkit's own prompt when the query holds it (its system text names ``<alpha>formula</alpha>``;
+   the user turn after it is the no-brief request or ``Brief: `` and a generated brief, which
+   ends with its risk sentence), so a response with no tag is a missing tag, not the prompt's
+   example.  A prompt of your own with an example tag and no chat template is told apart from
+   the response only by ``prompts`` (rule 2): send them.
 
 That text is scored exactly like a completion passed to ``env.score`` (the tag contract is
 unchanged: two tags in the response are still ``multiple_tags``; trailing end-of-turn
@@ -91,11 +96,36 @@ def response_of_query(query: str, prompt: str | None = None) -> tuple[str, str]:
             best = max(best, i + len(m))
     if best >= 0:
         return query[best:], "plain_marker"
+    skip = _after_gymkit_prompt(query)
+    if skip:
+        query = query[skip:]
     start = query.rfind(_OPEN)
     if start < 0:
         return query, "whole"
     prev = query.rfind(_CLOSE, 0, start)
     return query[prev + len(_CLOSE) if prev >= 0 else 0:], "last_tag"
+
+
+def _after_gymkit_prompt(query: str) -> int:
+    """Index just past gymkit's own prompt in ``query`` (system text, then the user turn), else 0."""
+    from gymkit.briefs import RISKS
+    from gymkit.prompt import ANSWER_RULES_TAIL, NO_BRIEF
+
+    end = query.rfind(ANSWER_RULES_TAIL)
+    if end < 0:
+        return 0
+    end += len(ANSWER_RULES_TAIL)
+    rest = query[end:]
+    lead = len(rest) - len(rest.lstrip())
+    if rest[lead:].startswith(NO_BRIEF):
+        return end + lead + len(NO_BRIEF)
+    if rest[lead:].startswith("Brief: "):  # a generated brief ends with its risk sentence
+        tails = [rest.find(f"Risk preference: {o.text}.", lead) for o in RISKS]
+        hits = [(t, o) for t, o in zip(tails, RISKS, strict=True) if t >= 0]
+        if hits:
+            t, o = min(hits, key=lambda h: h[0])
+            return end + t + len(f"Risk preference: {o.text}.")
+    return end
 
 
 def nemo_response_text(output: list[dict[str, Any]]) -> str:

@@ -14,7 +14,7 @@ import copy
 
 import pytest
 
-from gymkit.briefs import generate_briefs, probe_briefs
+from gymkit.briefs import generate_briefs, probe_briefs, split_briefs
 
 from .conftest import GROUP, VALID
 
@@ -69,6 +69,24 @@ def test_rewards_are_env_score(rows, env) -> None:
     assert agg["gymkit_valid"] == pytest.approx(sum(VALID) / len(VALID))
     assert agg["gymkit_reward"] == pytest.approx(sum(m["gymkit_reward"] for m in per_episode)
                                                  / len(per_episode))
+
+
+def test_a_brief_of_another_seed_counts_and_an_unknown_one_is_refused(env) -> None:
+    """Rows of seed-1 briefs carry the brief's text: the episode scores with it (R13 counts);
+    an id found nowhere is a one-line error at the episode's start, not a brief-less score."""
+    from gymkit.adapters.common import brief_text_of
+
+    row = skyrl_rows(split_briefs(generate_briefs(40, 1), "train")[:1], env)[0]
+    assert brief_text_of(row["extra_info"]["brief_id"]) is None
+    answer = "<alpha>rank(ts_std(volume, 8))</alpha>"
+    out, _, _ = _trajectory(row, answer)
+    card = env.score_group([answer], brief=row["extra_info"]["brief"])[0]
+    assert out["reward"] == card.reward and card.channels["brief_compliance"] < 0
+    bad = copy.deepcopy(row)
+    bad["extra_info"] = {"brief_id": "deadbeefdeadbeef"}
+    bad["reward_spec"]["ground_truth"] = "deadbeefdeadbeef"
+    with pytest.raises(ValueError, match=r"^skyrl extras: unknown brief_id 'deadbeefdeadbeef'"):
+        _trajectory(bad, answer)
 
 
 def test_internal_error_is_flagged(rows, env, monkeypatch) -> None:

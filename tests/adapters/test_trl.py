@@ -54,17 +54,25 @@ def _matrix(funcs, prompts, completions, ids) -> np.ndarray:
 
 
 def test_channels_valid_and_none_for_invalid(env, brief_ids) -> None:
+    """One function per active channel and R13 (brief compliance: the advantage mode counts it
+    on briefed rows, so channel mode must too), then valid; the weights are the priorities."""
     funcs = reward_funcs("us46-default", mode="channels")
-    assert [f.__name__ for f in funcs] == [f"gymkit_{c}" for c in env.channels] + ["gymkit_valid"]
+    names = [*env.channels, "brief_compliance"]
+    assert [f.__name__ for f in funcs] == [f"gymkit_{c}" for c in names] + ["gymkit_valid"]
+    w = grpo_config_kwargs("us46-default", mode="channels")["reward_weights"]
+    assert w[:-1] == [env.config.priorities[c] for c in names] and w[-2] == 1.0
     prompts, comps, ids = _batch(brief_ids)
     x = _matrix(funcs, prompts, comps, ids)
     valid = np.array(VALID + VALID[::-1])
     assert np.array_equal(x[:, -1], valid.astype(float))
     assert np.isnan(x[~valid, :-1]).all() and np.isfinite(x[valid, :-1]).all()
     cards = env.score_group(GROUP, brief=common.brief_text_of(brief_ids[0]))
+    assert any(c.channels["brief_compliance"] < 0 for c in cards if c.valid)  # R13 bites here
     for i, c in enumerate(cards):
         if c.valid:
-            assert x[i, :-1].tolist() == [c.channels[k] for k in env.channels]
+            assert x[i, :-1].tolist() == [c.channels[k] for k in names]
+    unbriefed = _matrix(funcs, prompts, comps, None)  # no brief: R13 is absent, not 0
+    assert np.isnan(unbriefed[:, len(names) - 1]).all()
 
 
 def test_memo_scores_a_batch_once(env, brief_ids, monkeypatch) -> None:
@@ -84,7 +92,8 @@ def test_callables_pickle_and_kwargs(env) -> None:
         [env.score(GROUP[0]).channels[env.channels[0]]]
     kw = grpo_config_kwargs("us46-default", mode="channels")
     assert kw["multi_objective_aggregation"] == "normalize_then_sum"
-    assert kw["reward_weights"] == [*map(float, env.priorities), valid_weight(env.priorities)]
+    pri = [*map(float, env.priorities), env.config.priorities["brief_compliance"]]
+    assert kw["reward_weights"] == [*pri, valid_weight(pri)]
 
 
 def test_internal_error_is_none_everywhere(env, monkeypatch) -> None:

@@ -45,7 +45,8 @@ def test_loaded_by_verifiers_loader(venv, env) -> None:
     assert isinstance(venv, vf.SingleTurnEnv) and isinstance(venv.parser, vf.XMLParser)
     assert venv.env_id == MODULE and len(venv.dataset) == 50
     row = venv.dataset[0]
-    assert set(row["info"]) == {"brief_id"} and "task" not in venv.dataset.column_names
+    assert set(row["info"]) == {"brief_id", "brief"} and "task" not in venv.dataset.column_names
+    assert common.brief_text_of(row["info"]["brief_id"]) == row["info"]["brief"]
 
 
 def test_evaluate_rewards_are_env_score(venv, env, fake) -> None:
@@ -70,6 +71,24 @@ def test_evaluate_rewards_are_env_score(venv, env, fake) -> None:
     assert sorted(seen) == sorted(GROUP * 2)  # the answers themselves, not a repr
     valid_rewards = [r["reward"] for r in rows if r["metrics"]["gymkit_valid"] == 1.0]
     assert len(valid_rewards) == 2 * sum(VALID)
+
+
+def test_briefs_of_another_seed_are_scored_with_their_brief(env, fake) -> None:
+    """``brief_seed=1`` (a documented option): verifiers' evaluate loop gives each rollout the
+    reward of its answer scored with its seed-1 brief (R13 counts), as ``gymkit score --brief``."""
+    seeded = vf.load_environment(MODULE, split="train", n_briefs=40, brief_seed=1)
+    client = vf.ClientConfig(api_base_url=fake.url, api_key_var="GYMKIT_FAKE_KEY",
+                             max_retries=0)
+    out = seeded.evaluate_sync(client=client, model="fake", num_examples=1,
+                               rollouts_per_example=len(GROUP))
+    briefed = 0
+    for r in out["outputs"]:
+        text = r["info"]["brief"]
+        assert common.brief_text_of(r["info"]["brief_id"]) is None  # not a default brief
+        card = env.score_group([completion_text(r["completion"])], brief=text)[0]
+        assert r["reward"] == card.reward
+        briefed += card.valid and card.channels["brief_compliance"] < 0
+    assert briefed  # R13 bit on some answer: the brief was really used
 
 
 def test_internal_error_is_flagged(venv, env, fake, monkeypatch) -> None:

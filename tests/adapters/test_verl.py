@@ -45,11 +45,12 @@ def parquet(tmp_path_factory):
     return path
 
 
-def test_verl_parquet_carries_brief_id_only(parquet) -> None:
+def test_verl_parquet_carries_brief_id_and_text(parquet) -> None:
     t = pq.read_table(parquet).to_pylist()
     assert len(t) == 50 and set(t[0]) == {"data_source", "prompt", "ability", "reward_model",
                                           "extra_info"}
     assert t[0]["reward_model"]["ground_truth"] == t[0]["extra_info"]["brief_id"]
+    assert brief_text_of(t[0]["extra_info"]["brief_id"]) == t[0]["extra_info"]["brief"]
     assert t[0]["data_source"] == gverl.DATA_SOURCE
     assert [m["role"] for m in t[0]["prompt"]] == ["system", "user"]
 
@@ -89,6 +90,29 @@ def test_the_dict_reports_the_brief_channel_its_score_counts(env) -> None:
     assert without["score"] == env.score_group([answer])[0].reward != with_brief["score"]
 
 
+def test_a_brief_of_another_seed_counts_and_an_unknown_one_is_refused(env) -> None:
+    """Rows of ``gymkit briefs --seed 1`` carry their brief's text in extra_info, so R13 counts
+    as for the default briefs; an id found nowhere (no text) is a one-line error naming the
+    sample, not a silent score without the brief; a text that is not the id's likewise."""
+    from gymkit.adapters.datasets import verl_rows
+    from gymkit.briefs import generate_briefs, split_briefs
+
+    row = verl_rows(split_briefs(generate_briefs(40, 1), "train"))[0]
+    bid = row["extra_info"]["brief_id"]
+    assert brief_text_of(bid) is None  # not a default brief
+    answer = "<alpha>rank(ts_std(volume, 8))</alpha>"
+    got = gverl.compute_score(row["data_source"], answer, bid, row["extra_info"])
+    card = env.score_group([answer], brief=row["extra_info"]["brief"])[0]
+    assert got["score"] == card.reward and got["brief_compliance"] == card.channels[
+        "brief_compliance"] < 0
+    with pytest.raises(ValueError, match=r"^sample 1: unknown brief_id 'deadbeefdeadbeef': not a "
+                       r"brief of the default generator \(n=500, seed=0\)"):
+        gverl.compute_score_batch(["gymkit"] * 2, [answer] * 2, [bid, "deadbeefdeadbeef"],
+                                  [row["extra_info"], {"brief_id": "deadbeefdeadbeef"}])
+    with pytest.raises(ValueError, match=r"^sample 0: the row's brief text is not brief "):
+        gverl.compute_score("gymkit", answer, bid, {**row["extra_info"], "brief": "x"})
+
+
 def test_rows_without_a_brief_group_by_their_dataset_row_not_all_together(env) -> None:
     """verl's batch manager hands one call the samples of many prompts.  Rows that name no brief
     used to form one group, so the same answer to two different prompts took R9's duplicate
@@ -109,7 +133,7 @@ def test_internal_error_is_flagged_not_invalid(env, monkeypatch) -> None:
     def boom(c, brief=None):
         raise RuntimeError("worker died")
     monkeypatch.setattr(env, "score_group", boom)
-    res = gverl.compute_score("gymkit/us46-default", GROUP[0], "x", None)
+    res = gverl.compute_score("gymkit/us46-default", GROUP[0], None, None)
     assert res["internal_error"] == 1.0 and res["valid"] == 0.0
     assert res["score"] == INTERNAL_REWARD  # the table's lowest: never above an answer
 
@@ -242,6 +266,32 @@ def test_verl_batch_manager_scores_each_brief_as_a_group(parquet, tokenizer, env
     assert any(c.channels["pbo"] != 0.0 for c in cards)  # the group channel is really filled
     assert out["reward_extra_info"]["brief_compliance"] == [c.channels["brief_compliance"]
                                                             for c in cards]
+
+
+@requires_verl
+def test_verl_scores_briefs_of_another_seed_with_their_brief(tmp_path, tokenizer, env) -> None:
+    """``gymkit briefs --seed 1`` rows through verl's loader and batch manager: each answer is
+    scored with its seed-1 brief (R13 counts), as ``env.score_group`` with that text."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.workers.reward_manager import get_reward_manager_cls
+
+    from gymkit.cli import main
+
+    path = tmp_path / "seed1.parquet"
+    assert main(["briefs", "--seed", "1", "--n", "40", "--split", "train", "--format",
+                 "verl-parquet", "--out", str(path)]) == 0
+    fn = get_custom_reward_fn(_config(gverl.__file__, "compute_score_batch"))
+    manager = get_reward_manager_cls("batch")(tokenizer=tokenizer, num_examine=0,
+                                              compute_score=fn)
+    batch, bid = _batch(path, tokenizer, GROUP)
+    text = pq.read_table(path).to_pylist()[0]["extra_info"]["brief"]
+    assert brief_text_of(bid) is None and text
+    out = manager(batch, return_dict=True)
+    cards = env.score_group(GROUP, brief=text)
+    assert out["reward_extra_info"]["score"] == [c.reward for c in cards]
+    assert out["reward_extra_info"]["brief_compliance"] == [c.channels["brief_compliance"]
+                                                            for c in cards]
+    assert any(c.channels["brief_compliance"] < 0 for c in cards)
 
 
 @requires_verl

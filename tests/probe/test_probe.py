@@ -80,20 +80,20 @@ def test_books(env) -> None:
 def test_export_sft_filters_and_dedups(env) -> None:
     a = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"
     b = "<alpha>rank(ts_std(volume, 9) / ts_std(close, 8))</alpha>"  # same bucketed form
-    rows = export_rows(env, [{"brief_id": "x", "completion": c} for c in (a, b, "no tag")],
+    rows = export_rows(env, [{"brief_id": "", "completion": c} for c in (a, b, "no tag")],
                        threshold=-1e9)
     best = max(env.score_group([a, b, "no tag"], brief=None)[:2], key=lambda c: c.reward)
     assert len(rows) == 1 and rows[0]["reward"] == best.reward  # best of the duplicates kept
     assert rows[0]["messages"][-1] == {"role": "assistant", "content": f"<alpha>{best.formula}</alpha>"}
     assert rows[0]["card"]["valid"] and "timings" not in rows[0]["card"]
-    assert export_rows(env, [{"brief_id": "x", "completion": a}], threshold=1e9) == []
+    assert export_rows(env, [{"brief_id": "", "completion": a}], threshold=1e9) == []
 
 
 def test_export_sft_counts_why_answers_were_left_out(env) -> None:
     a = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"
     b = "<alpha>rank(ts_std(volume, 9) / ts_std(close, 8))</alpha>"  # same bucketed form
     counts: dict[str, int] = {}
-    export_rows(env, [{"brief_id": "x", "completion": c} for c in (a, b, "no tag")],
+    export_rows(env, [{"brief_id": "", "completion": c} for c in (a, b, "no tag")],
                 threshold=-1e9, counts=counts)
     assert counts == {"answers": 3, "invalid": 1, "capped": 0, "below_threshold": 0,
                       "off_brief": 0, "duplicate": 1, "kept": 1}
@@ -110,7 +110,7 @@ def test_export_sft_leaves_out_what_the_motif_guard_capped(env) -> None:
     cards = env.score_group([clone, honest])
     assert cap_binds(cards[0]) and cards[0].reward == 0.0 and cards[1].reward > 0
     counts: dict[str, int] = {}
-    rows = export_rows(env, [{"brief_id": "x", "completion": c} for c in (clone, honest)],
+    rows = export_rows(env, [{"brief_id": "", "completion": c} for c in (clone, honest)],
                        threshold=-1e9, counts=counts)
     assert [r["formula"] for r in rows] == [cards[1].formula]
     assert counts["capped"] == 1 and counts["kept"] == 1
@@ -122,7 +122,7 @@ def test_export_sft_cli_refuses_to_write_nothing(tmp_path, capsys) -> None:
     from gymkit.cli import main
 
     src = tmp_path / "a.jsonl"
-    src.write_text(json.dumps({"brief_id": "x", "completion": "no tag"}) + "\n")
+    src.write_text(json.dumps({"brief_id": "", "completion": "no tag"}) + "\n")
     out = tmp_path / "sft.parquet"
     assert main(["export-sft", "--answers", str(src), "--format", "parquet", "--out", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -130,3 +130,28 @@ def test_export_sft_cli_refuses_to_write_nothing(tmp_path, capsys) -> None:
                    "answers (invalid 1, capped by the motif guard 0, reward below 0 0, off their "
                    "brief 0, duplicate forms 0)"]
     assert not out.exists()
+
+
+def test_export_sft_refuses_an_unknown_brief_and_keeps_another_seed_s_prompt(tmp_path,
+                                                                            capsys) -> None:
+    """A typo'd brief_id used to become the no-brief prompt silently (a pair whose prompt the
+    model never saw): now a one-line error naming it, and nothing written.  A row carrying its
+    brief's text (a brief of another generator seed) keeps that brief as its user turn."""
+    from gymkit.briefs import generate_briefs
+    from gymkit.cli import main
+
+    src = tmp_path / "a.jsonl"
+    ok = "<alpha>rank(group_neutralize(-ts_sum(returns, 5), sector))</alpha>"
+    src.write_text(json.dumps({"brief_id": "deadbeefdeadbeef", "completion": ok}) + "\n")
+    out = tmp_path / "sft.jsonl"
+    assert main(["export-sft", "--answers", str(src), "--threshold", "-9", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "gymkit export-sft: error: 1 answer(s) with brief_id 'deadbeefdeadbeef': unknown brief_id")
+    assert not out.exists()
+    b = next(b for b in generate_briefs(100, 1) if b.brief_id == "b4a4d44b72379e1c")
+    ok = "<alpha>rank(ts_std(volume, 8) / ts_std(close, 8))</alpha>"  # meets that brief
+    src.write_text(json.dumps({"brief_id": b.brief_id, "brief": b.text, "completion": ok}) + "\n")
+    assert main(["export-sft", "--answers", str(src), "--threshold", "-9", "--out", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["brief_id"] == b.brief_id and b.text in row["messages"][1]["content"]

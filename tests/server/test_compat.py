@@ -83,6 +83,30 @@ def test_openrlhf_get_reward(srv, env) -> None:
     assert r.status_code == 422 and "prompts" in r.json()["error"]["message"]
 
 
+def test_openrlhf_without_template_or_prompts_never_scores_gymkit_s_own_prompt(srv, env) -> None:
+    """Rule 4 on a query of gymkit's own prompt (no chat template, no ``prompts``): its system
+    text names ``<alpha>formula</alpha>``; a response without a tag was scored as that tag (a
+    parse error, -3.0) and now is a missing tag, as ``env.score`` of the response; a tagged
+    response is found as before, with or without a brief."""
+    from gymkit.briefs import generate_briefs
+    from gymkit.dsl.operators import OPERATORS
+    from gymkit.prompt import render_prompt
+
+    fields, levels = env.setup.fields, env.setup.levels
+    brief = generate_briefs(3, 0)[0].text
+    plain = render_prompt(None, fields, levels, OPERATORS)
+    briefed = render_prompt(brief, fields, levels, OPERATORS)
+    cases = [(plain + "\nrank(-returns)", "\nrank(-returns)"),
+             (briefed + "rank(-returns)", "rank(-returns)"),
+             (briefed + "\n" + ANSWER, "\n" + ANSWER)]
+    with srv.client() as c:
+        r = c.post("/get_reward", json={"query": [q for q, _ in cases]})
+    assert r.status_code == 200
+    want = [env.score(a).reward for _, a in cases]
+    assert r.json()["rewards"] == want and want[0] == env.score("no tag at all").reward
+    assert want[2] == env.score(ANSWER).reward
+
+
 def test_slime_rm(srv, env) -> None:
     """Assertion: reward and channels of the response's card; card_sha256 of its bytes."""
     with srv.client() as c:

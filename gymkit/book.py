@@ -72,7 +72,7 @@ def book_report(env: Any, completions: Sequence[str], window: str = "train",
     """Both books of the valid ``completions`` on ``window`` (module doc).
 
     ``window='holdout'`` first claims the look in the holdout ledger (:mod:`gymkit.holdout`):
-    a second look at the same environment and formula set raises
+    a second look at the same holdout sessions and formula set raises
     :class:`~gymkit.holdout.HoldoutRefused` unless ``force``; the report records the look."""
     from gymkit.verifiers.portfolio import correlation_capped_selection, equal_weight_book
 

@@ -13,10 +13,14 @@ The ledger: one ledger of holdout looks (SQLite, standard library, WAL mode).
 
 A *look* is any computation that shows holdout figures: ``gymkit probe --holdout``,
 ``gymkit book --window holdout``, ``gymkit report --holdout`` and :func:`score_holdout`
-(the Python holdout API).  Each is keyed by the environment fingerprint (config, split,
-market data, versions) and the *formula set*: the sha256 of the sorted, de-duplicated
-canonical forms of the valid formulas looked at (so reordering answers, changing brief ids
-or checkpoint labels, or asking another command does not buy a second look).
+(the Python holdout API).  Each is keyed by the *formula set* (the sha256 of the sorted,
+de-duplicated canonical forms of the valid formulas looked at: reordering answers, changing
+brief ids or checkpoint labels, or asking another command does not buy a second look) and the
+holdout data it saw: a look is a second look when an earlier one of the same formula set was in
+the same environment (fingerprint: config, split, market data, versions) **or** on the same
+market data (panel fingerprint) with an overlapping holdout window.  So another environment
+file (a changed priority or cost), a renamed copy, or a split moved by a day does not buy a
+second look at the same holdout sessions; a holdout of other sessions (a later year) does.
 
 The formula set is taken from the answers' text gate (tag, parse, limits: the same canonical
 forms as the cards, :func:`formula_forms`), so a look is claimed — or refused — before any
@@ -32,7 +36,9 @@ first look.
 
 Ledger file: ``$GYMKIT_HOLDOUT_LEDGER``, else ``$XDG_CACHE_HOME/gymkit/holdout-ledger.sqlite``
 (``~/.cache/...``); ``--ledger PATH`` on the commands.  Table ``looks``: id, created_utc,
-env_fingerprint, formula_set, n_formulas, command, forced, result_sha256.
+env_fingerprint, formula_set, n_formulas, command, forced, result_sha256, market_fingerprint,
+holdout_start, holdout_end (the last three added to older ledgers in place; their rows match
+by environment only).
 
 ``gymkit probe --holdout`` also writes its result once per answers file into its ``--out``
 folder (:func:`write_holdout_once`, with ``holdout-ledger.jsonl`` beside it).
@@ -72,9 +78,16 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS looks (
     n_formulas INTEGER NOT NULL,
     command TEXT NOT NULL,
     forced INTEGER NOT NULL,
-    result_sha256 TEXT
+    result_sha256 TEXT,
+    market_fingerprint TEXT,
+    holdout_start TEXT,
+    holdout_end TEXT
 );
 CREATE INDEX IF NOT EXISTS looks_key ON looks (env_fingerprint, formula_set);"""
+#: Columns added after the first release (ALTER TABLE on an older ledger).
+_ADDED = (("market_fingerprint", "TEXT"), ("holdout_start", "TEXT"), ("holdout_end", "TEXT"))
+_COLS = ("id, created_utc, env_fingerprint, formula_set, n_formulas, command, forced, "
+         "market_fingerprint, holdout_start, holdout_end")
 
 
 class HoldoutRefused(ValueError):
@@ -93,6 +106,9 @@ class Look:
     command: str
     forced: bool
     number: int  # 1 for the first look of its key, 2 for the next (forced) one, ...
+    market_fingerprint: str | None = None
+    holdout_start: str | None = None
+    holdout_end: str | None = None
 
 
 def default_ledger_path() -> Path:
@@ -128,8 +144,27 @@ class HoldoutLedger:
             self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+            self._upgrade()
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"holdout ledger {self.path}: cannot open ({exc})") from None
+
+    def _upgrade(self) -> None:
+        """Add :data:`_ADDED` to a ledger written before them (one writer at a time)."""
+        def missing() -> list[tuple[str, str]]:
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(looks)")}
+            return [c for c in _ADDED if c[0] not in have]
+
+        if not missing():
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for name, kind in missing():  # re-read under the lock: another process may have
+                self._db.execute(f"ALTER TABLE looks ADD COLUMN {name} {kind}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         """Close the connection."""
@@ -141,45 +176,66 @@ class HoldoutLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def looks(self, env_fingerprint: str, formula_set: str) -> list[Look]:
-        """Every look recorded for this key, oldest first."""
+    def looks(self, env_fingerprint: str, formula_set: str, market_fingerprint: str | None = None,
+              holdout: tuple[str, str] | None = None) -> list[Look]:
+        """Every earlier look of this formula set at the same holdout data, oldest first: in the
+        same environment, or (given ``market_fingerprint`` and ``holdout`` = (first, last
+        session), ISO dates) on the same market with an overlapping holdout window."""
+        where, args = "env_fingerprint = ?", [env_fingerprint]
+        if market_fingerprint is not None and holdout is not None:
+            where += " OR (market_fingerprint = ? AND holdout_start <= ? AND holdout_end >= ?)"
+            args += [market_fingerprint, holdout[1], holdout[0]]
         rows = self._db.execute(
-            "SELECT id, created_utc, env_fingerprint, formula_set, n_formulas, command, forced "
-            "FROM looks WHERE env_fingerprint = ? AND formula_set = ? ORDER BY id",
-            (env_fingerprint, formula_set)).fetchall()
-        return [Look(*r[:6], bool(r[6]), k) for k, r in enumerate(rows, 1)]
+            f"SELECT {_COLS} FROM looks WHERE formula_set = ? AND ({where}) ORDER BY id",
+            (formula_set, *args)).fetchall()
+        return [Look(*r[:6], bool(r[6]), k, *r[7:]) for k, r in enumerate(rows, 1)]
 
     def claim(self, env_fingerprint: str, formula_set: str, *, n_formulas: int, command: str,
-              force: bool = False) -> Look:
-        """Record a look and return it; :class:`HoldoutRefused` when one exists and not ``force``."""
+              force: bool = False, market_fingerprint: str | None = None,
+              holdout: tuple[str, str] | None = None) -> Look:
+        """Record a look and return it; :class:`HoldoutRefused` when an earlier look of the same
+        holdout data exists (:meth:`looks`) and not ``force``."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
-            prior = self.looks(env_fingerprint, formula_set)
+            prior = self.looks(env_fingerprint, formula_set, market_fingerprint, holdout)
             if prior and not force:
-                first = prior[0]
-                raise HoldoutRefused(
-                    f"the holdout was already scored for this environment ({env_fingerprint[:12]}) "
-                    f"and formula set ({formula_set[:12]}, {n_formulas} formulas) by "
-                    f"'{first.command}' at {first.created_utc} (ledger {self.path}): the holdout "
-                    "is scored once; --force-holdout looks again and is recorded")
+                raise HoldoutRefused(_refusal(prior[0], env_fingerprint, formula_set, n_formulas,
+                                              self.path))
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            start, end = holdout if holdout is not None else (None, None)
             cur = db.execute(
                 "INSERT INTO looks (created_utc, env_fingerprint, formula_set, n_formulas, "
-                "command, forced, result_sha256) VALUES (?, ?, ?, ?, ?, ?, NULL)",
-                (now, env_fingerprint, formula_set, n_formulas, command, int(bool(prior))))
+                "command, forced, result_sha256, market_fingerprint, holdout_start, holdout_end) "
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                (now, env_fingerprint, formula_set, n_formulas, command, int(bool(prior)),
+                 market_fingerprint, start, end))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         return Look(int(cur.lastrowid or 0), now, env_fingerprint, formula_set, n_formulas,
-                    command, bool(prior), len(prior) + 1)
+                    command, bool(prior), len(prior) + 1, market_fingerprint, start, end)
 
     def record_result(self, look: Look, result_sha256: str) -> None:
         """Attach the sha256 of what the look produced."""
         self._db.execute("UPDATE looks SET result_sha256 = ? WHERE id = ?",
                          (result_sha256, look.id))
+
+
+def _refusal(first: Look, env_fingerprint: str, formula_set: str, n_formulas: int,
+             path: Path) -> str:
+    """The one line of a refused second look, naming the first look."""
+    if first.env_fingerprint == env_fingerprint:
+        where = f"for this environment ({env_fingerprint[:12]})"
+    else:  # same market data, overlapping holdout sessions, another environment
+        where = (f"on this market's holdout sessions {first.holdout_start}..{first.holdout_end} "
+                 f"(in environment {first.env_fingerprint[:12]}; another config or split of the "
+                 "same data is the same holdout)")
+    return (f"the holdout was already scored {where} and formula set ({formula_set[:12]}, "
+            f"{n_formulas} formulas) by '{first.command}' at {first.created_utc} (ledger {path}): "
+            "the holdout is scored once; --force-holdout looks again and is recorded")
 
 
 def holdout_problem(market: Any, split: Any) -> str | None:
@@ -202,16 +258,22 @@ def claim_holdout(env: Any, canonicals: Sequence[str], *, command: str, force: b
                   ledger: str | Path | HoldoutLedger | None = None) -> Look:
     """Claim the holdout look of ``canonicals`` on ``env`` (module doc); returns the look.
     ``ValueError`` (nothing claimed) when no answer is valid or the holdout can hold no book."""
+    import numpy as np
+
     digest, n = formula_set_digest(canonicals)
     if n == 0:
         raise ValueError("no valid formula: there is no holdout to score")
     problem = holdout_problem(env.market, env.config.split_obj)
     if problem is not None:
         raise ValueError(f"{problem} (the look is not spent)")
+    rows = np.flatnonzero(env.config.split_obj.holdout_mask(env.market.dates))
+    key = {"n_formulas": n, "command": command, "force": force,
+           "market_fingerprint": env.market.fingerprint,
+           "holdout": (str(env.market.dates[rows[0]]), str(env.market.dates[rows[-1]]))}
     if isinstance(ledger, HoldoutLedger):
-        return ledger.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
+        return ledger.claim(env.fingerprint, digest, **key)
     with HoldoutLedger(ledger) as db:
-        return db.claim(env.fingerprint, digest, n_formulas=n, command=command, force=force)
+        return db.claim(env.fingerprint, digest, **key)
 
 
 def claim_answers(env: Any, completions: Iterable[str], *, command: str, force: bool = False,
@@ -225,7 +287,7 @@ def claim_answers(env: Any, completions: Iterable[str], *, command: str, force: 
 def forced_line(number: int, ledger: str | Path | None = None) -> str:
     """The line a command prints for forced look number ``number``."""
     where = ledger or default_ledger_path()
-    return (f"holdout: FORCED look #{number} at this environment and formula set "
+    return (f"holdout: FORCED look #{number} at this holdout and formula set "
             f"(--force-holdout), recorded in {where}")
 
 

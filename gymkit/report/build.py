@@ -110,7 +110,7 @@ def _no_backtest(s: FormulaStudy) -> str:
 def _hold_note(s: FormulaStudy) -> str:
     return "" if s.holdout is not None else (
         '<p class="note">Holdout not shown: train figures only (<code>gymkit report --holdout</code> shows it, once per '
-        'environment and formula set, recorded in the holdout ledger).</p>')
+        'formula set and holdout sessions, recorded in the holdout ledger).</p>')
 
 
 def _summary(s: FormulaStudy) -> tuple[str, str]:

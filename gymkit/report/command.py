@@ -22,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
     p.add_argument("--out", metavar="DIR", required=True, help="output folder (index.html is written there)")
     p.add_argument("--holdout", action="store_true",
-                   help="also show the holdout: one look per environment and formula set, "
+                   help="also show the holdout: one look per formula set and holdout sessions, "
                         "recorded in the holdout ledger (default: train figures only)")
     p.add_argument("--no-holdout", action="store_true",
                    help="train figures only (the default; kept for older scripts)")

@@ -85,8 +85,40 @@ def test_python_api_shares_the_ledger(tmp_path, monkeypatch) -> None:
         score_holdout(env, list(reversed(ANSWERS)))
     again = score_holdout(env, ANSWERS, force=True)
     assert again["forced"] and again["answers"] == first["answers"]  # bit-identical figures
-    other = gymkit.make("us46-default", split={"train_end": "2024-08-20"})
-    assert score_holdout(other, ANSWERS)["look"] == 1  # another split: another environment
+    # another split whose holdout still holds the seen sessions: the same holdout data
+    overlap = gymkit.make("us46-default", split={"train_end": "2024-08-20"})
+    with pytest.raises(HoldoutRefused, match=r"already scored on this market's holdout sessions "
+                       r"2025-08-21\.\.2026-08-21 \(in environment "):
+        score_holdout(overlap, ANSWERS)
+    # a holdout of other sessions (the year before) is a first look
+    other = gymkit.make("us46-default", split={"train_end": "2024-08-20",
+                                               "holdout_end": "2025-08-20"})
+    assert score_holdout(other, ANSWERS)["look"] == 1
+
+
+def test_another_config_of_the_same_market_does_not_buy_a_second_look(tmp_path, capsys) -> None:
+    """A new user's way round the rule: the same market and split under a copied environment
+    file with one priority changed (another environment fingerprint) was a fresh first look.
+    It is refused now, through the CLI as typed, and --force-holdout is recorded as look 2."""
+    from gymkit.cli import main
+
+    ledger = str(tmp_path / "l.sqlite")
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps({"brief_id": "", "completion": a}) + "\n"
+                               for a in ANSWERS))
+    assert main(["env", "show", "us46-default", "--toml"]) == 0
+    toml = capsys.readouterr().out
+    assert "complexity = 0.2\n" in toml
+    mine = tmp_path / "mine.toml"
+    mine.write_text(toml.replace("complexity = 0.2\n", "complexity = 0.21\n"))
+    base = ["probe", "--answers", str(answers), "--holdout", "--ledger", ledger]
+    assert main([*base, "--out", str(tmp_path / "p1")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--env", str(mine), "--out", str(tmp_path / "p2")]) == 1
+    err = capsys.readouterr().err
+    assert "already scored on this market's holdout sessions 2025-08-21..2026-08-21" in err
+    assert main([*base, "--env", str(mine), "--out", str(tmp_path / "p3"), "--force-holdout"]) == 0
+    assert "FORCED look #2" in capsys.readouterr().out
 
 
 _RACE = """
@@ -108,3 +140,32 @@ def test_racing_processes_get_one_first_look(tmp_path) -> None:
     outs = sorted(p.communicate(timeout=120)[0].strip() for p in procs)
     assert outs == ["ok", "refused", "refused", "refused"]
     assert len(HoldoutLedger(path).looks("env", "set")) == 1
+
+
+def test_an_older_ledger_gains_the_new_columns_and_keeps_its_looks(tmp_path) -> None:
+    """A ledger written before looks recorded their market and holdout window: opening it adds
+    the columns in place; its rows still refuse a second look in their own environment."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""CREATE TABLE looks (id INTEGER PRIMARY KEY AUTOINCREMENT,
+        created_utc TEXT NOT NULL, env_fingerprint TEXT NOT NULL, formula_set TEXT NOT NULL,
+        n_formulas INTEGER NOT NULL, command TEXT NOT NULL, forced INTEGER NOT NULL,
+        result_sha256 TEXT);
+        INSERT INTO looks (created_utc, env_fingerprint, formula_set, n_formulas, command, forced)
+        VALUES ('2026-12-01T00:00:00Z', 'envA', 'setA', 2, 'old', 0);""")
+    db.commit()
+    db.close()
+    with HoldoutLedger(path) as ledger:
+        with pytest.raises(HoldoutRefused, match="'old' at 2026-12-01T00:00:00Z"):
+            ledger.claim("envA", "setA", n_formulas=2, command="new", market_fingerprint="m",
+                         holdout=("2025-01-02", "2025-12-31"))
+        look = ledger.claim("envB", "setA", n_formulas=2, command="new", market_fingerprint="m",
+                            holdout=("2025-01-02", "2025-12-31"))
+        assert look.number == 1 and look.market_fingerprint == "m"
+        with pytest.raises(HoldoutRefused, match=r"holdout sessions 2025-01-02\.\.2025-12-31"):
+            ledger.claim("envC", "setA", n_formulas=2, command="newer", market_fingerprint="m",
+                         holdout=("2025-12-31", "2026-06-30"))  # one shared session
+        assert ledger.claim("envC", "setA", n_formulas=2, command="newer", market_fingerprint="m",
+                            holdout=("2026-01-02", "2026-06-30")).number == 1

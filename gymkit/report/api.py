@@ -28,22 +28,26 @@ def write_page(html_text: str, out_dir: str | Path) -> Path:
 
 def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout: bool = False,
                    generated_at: str | None = None, label: str | None = None,
-                   card: ScoreCard | None = None) -> Path:
+                   card: ScoreCard | None = None, look_note: str | None = None) -> Path:
     """Write the tear sheet of one answer (a bare formula or a completion); return its path.
 
-    Train figures only unless ``holdout=True`` (claim the look first: :mod:`gymkit.holdout`).
+    Train figures only unless ``holdout=True`` (claim the look first: :mod:`gymkit.holdout`);
+    ``look_note``: which look that was (printed among the page's notes: a forced look shows).
 
     ``card``: its card as scored in a group (the demo passes it: the same reward shown)."""
     study = study_formula(env, text, holdout=holdout, label=label, card=card)
-    return write_page(formula_page(study, env.notes, generated_at), out_dir)
+    notes = (*env.notes, *((look_note,) if look_note else ()))
+    return write_page(formula_page(study, notes, generated_at), out_dir)
 
 
 def answers_report(env: Environment, texts: Sequence[str], out_dir: str | Path, *,
                    labels: Sequence[str] | None = None, holdout: bool = False,
-                   generated_at: str | None = None) -> Path:
-    """Write the group and book tear sheet of ``texts`` scored as one group; return its path."""
+                   generated_at: str | None = None, look_note: str | None = None) -> Path:
+    """Write the group and book tear sheet of ``texts`` scored as one group; return its path
+    (``holdout``, ``look_note`` as in :func:`formula_report`)."""
     study = study_group(env, texts, labels, holdout=holdout)
-    return write_page(answers_page(study, env.notes, generated_at), out_dir)
+    notes = (*env.notes, *((look_note,) if look_note else ()))
+    return write_page(answers_page(study, notes, generated_at), out_dir)
 
 
 def read_answers(path: str | Path) -> tuple[list[str], list[str]]:

@@ -41,15 +41,19 @@ def generated_line() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _claim(env: object, texts: list[str], args: argparse.Namespace) -> None:
-    """Claim the report's holdout look in the ledger (gymkit.holdout); print a forced look."""
-    from gymkit.holdout import claim_answers, forced_line
+def _claim(env: object, texts: list[str], args: argparse.Namespace) -> str:
+    """Claim the report's holdout look in the ledger (gymkit.holdout); print a forced look.
+    Returns the page's note of the look (a forced one says so)."""
+    from gymkit.holdout import claim_answers, default_ledger_path, forced_line
     from gymkit.report.analysis import as_completion
 
     look = claim_answers(env, [as_completion(t) for t in texts], command="gymkit report --holdout",
                          force=args.force_holdout, ledger=args.ledger)
     if look.forced:
         print(forced_line(look.number, args.ledger))
+        return forced_line(look.number, args.ledger)
+    return (f"holdout: first look at this holdout and formula set, recorded in "
+            f"{args.ledger or default_ledger_path()}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,13 +75,12 @@ def run(args: argparse.Namespace) -> int:
         labels, texts = read_answers(args.answers)
     else:
         labels, texts = None, [args.formula]
-    if holdout:
-        _claim(env, texts, args)
+    look = _claim(env, texts, args) if holdout else None
     if args.answers is not None:
         path = answers_report(env, texts, args.out, labels=labels, holdout=holdout,
-                              generated_at=stamp)
+                              generated_at=stamp, look_note=look)
     else:
         path = formula_report(env, args.formula, args.out, holdout=holdout,
-                              generated_at=stamp)
+                              generated_at=stamp, look_note=look)
     print(f"tear sheet: {path.resolve()}")
     return 0

@@ -169,3 +169,23 @@ def test_an_older_ledger_gains_the_new_columns_and_keeps_its_looks(tmp_path) -> 
                          holdout=("2025-12-31", "2026-06-30"))  # one shared session
         assert ledger.claim("envC", "setA", n_formulas=2, command="newer", market_fingerprint="m",
                             holdout=("2026-01-02", "2026-06-30")).number == 1
+
+
+def test_the_tear_sheet_says_which_look_it_shows(tmp_path, capsys) -> None:
+    """A shared tear sheet must not hide that its holdout figures are a forced second look:
+    ``gymkit report --holdout`` notes the first look, ``--force-holdout`` the forced one."""
+    from gymkit.cli import main
+
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps({"completion": a}) + "\n" for a in ANSWERS))
+    base = ["report", "--answers", str(answers), "--ledger", str(tmp_path / "l.sqlite"),
+            "--no-timestamp"]
+    assert main([*base, "--holdout", "--out", str(tmp_path / "r1")]) == 0
+    assert main([*base, "--holdout", "--out", str(tmp_path / "r2")]) == 1
+    assert main([*base, "--force-holdout", "--out", str(tmp_path / "r3")]) == 0
+    capsys.readouterr()
+    first = (tmp_path / "r1" / "index.html").read_text()
+    forced = (tmp_path / "r3" / "index.html").read_text()
+    assert "holdout: first look at this holdout and formula set" in first
+    assert "FORCED look #2" not in first
+    assert "holdout: FORCED look #2 at this holdout and formula set (--force-holdout)" in forced

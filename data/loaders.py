@@ -325,8 +325,14 @@ def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
                 "missing-column", "adjust=True needs a 'split' or 'dividend' column", column="split"
             )
         clean = adjust_corporate_actions(clean)
+    actions = [c for c in ACTION_COLUMNS if c in clean.columns]
     clean = clean.drop([c for c in (*ACTION_COLUMNS, "adj_close") if c in clean.columns])
     warned, warned_first = quality_warnings(clean)
+    if actions and not adjust:  # the file can fix its own jumps: say how
+        jumps = warned.get("unadjusted-split", 0)
+        notes = (*notes, f"the input has {' and '.join(actions)} column(s), not applied: prices are "
+                 f"as written{f' ({jumps} unadjusted-split warning(s))' if jumps else ''}; "
+                 "--adjust (load_panel(adjust=True)) applies them")
     report = ValidationReport(report.counts, report.first, warned, warned_first, notes)
     return panel_from_long(clean), report
 

@@ -109,7 +109,13 @@ def load_stress_worlds(spec: str | Path, train: Panel) -> list[StressWorld]:
                                  "dates and tickers")
             out.append(StressWorld(name, w["channel"], float(w["alpha"]), panel))
     if not out:
-        raise ValueError(f"stress worlds {str(spec)!r}: every world was dropped by its gates")
+        why = "; ".join(f"{w['name']}: {', '.join(w.get('dropped_because') or ['dropped'])}"
+                        for w in man["worlds"])
+        raise ValueError(f"stress worlds {str(spec)!r}: every world was dropped by its gates "
+                         f"({why}), so R3 (jepa_stress) stays off on this market and split; the "
+                         "gates do not move: a model trained with --short rarely passes them, the "
+                         "full `gymkit jepa train --market FILE` then `gymkit jepa worlds --market "
+                         "FILE` may (jepa/README.md: on the real S&P 500 it does not)")
     return out
 
 

@@ -238,3 +238,26 @@ def test_market_counts_missing_opens(vendor, tmp_path, capsys) -> None:
     assert rc == 0, err
     assert "3 priced cell(s) with no open: the book earns 0 on a position across them" in out
     assert "missing-open" in err
+
+
+def test_a_file_with_split_columns_is_told_about_adjust(vendor, tmp_path, capsys) -> None:
+    """A raw vendor file with its split column: without --adjust the 2:1 split is a jump in the
+    prices, and the note says the file could fix it; with --adjust the jump and the note go."""
+    clean, _ = vendor
+    df = pd.read_csv(clean)
+    tk = df["Name"].iloc[0]
+    day = sorted(df["Date"].unique())[300]
+    after = (df["Name"] == tk) & (df["Date"] >= day)
+    for c in ("Open", "High", "Low", "Close"):
+        df.loc[after, c] = df.loc[after, c] / 2
+    df.loc[after, "Volume"] = df.loc[after, "Volume"] * 2
+    df["Stock Splits"] = 0.0
+    df.loc[(df["Name"] == tk) & (df["Date"] == day), "Stock Splits"] = 2.0
+    raw = tmp_path / "raw.csv"
+    df.to_csv(raw, index=False)
+    rc, _, err = cli(capsys, "market", str(raw))
+    assert rc == 0 and f"unadjusted-split] {tk} {day}" in err
+    assert ("the input has split column(s), not applied: prices are as written (1 "
+            "unadjusted-split warning(s)); --adjust (load_panel(adjust=True)) applies them") in err
+    rc, _, err = cli(capsys, "market", str(raw), "--adjust")
+    assert rc == 0 and "unadjusted-split" not in err and "not applied" not in err

@@ -140,5 +140,6 @@ def test_real_market_cli_end_to_end(real_frame, tmp_path, capsys, monkeypatch) -
         assert "jepa_stress" not in card["channels"]
         assert all(w["dropped_because"] for w in man["worlds"])
         assert any(n.startswith("jepa_stress:") and "every world was dropped by its gates" in n
-                   for n in card["notes"]), card["notes"]
+                   and "R3 (jepa_stress) stays off on this market" in n
+                   and f"{man['worlds'][0]['name']}: " in n for n in card["notes"]), card["notes"]
     assert _shipped_digest() == before

@@ -8,7 +8,10 @@ Three steps, in order, each recorded as a note:
    one-line error.
 2. **Pandas index columns** (``__index_level_0__`` of a Parquet written by pandas,
    ``Unnamed: 0`` of ``to_csv``, ``index``/``level_0`` of ``reset_index``) are dropped; when
-   the frame has no date column, a lone index column becomes the date.
+   the frame has no date column, a lone index column becomes the date.  Two-level pandas
+   column names as a Parquet file stores them (``"('Open', 'AAPL')"``: yfinance's
+   ``download`` frame, ``to_parquet``) are read as wide ``Open:AAPL``, field first, as a
+   two-level pandas frame is.
 3. **Case-insensitive names and aliases**: a name is compared lower-cased with runs of
    non-alphanumerics as ``_`` (``Adj Close`` -> ``adj_close``) and looked up in
    :data:`ALIASES` (``Name``/``symbol``/``permno`` -> ticker, ``timestamp`` -> date, ...).
@@ -25,6 +28,7 @@ those days).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 
@@ -98,6 +102,30 @@ def _apply_mapping(frame: pl.DataFrame, columns: Mapping[str, str],
     return frame.rename(rename)
 
 
+def _pair_of(name: str) -> tuple[str, str] | None:
+    """``("Open", "AAPL")`` for the stored name ``"('Open', 'AAPL')"`` of a 2-level column."""
+    if not (name.startswith("(") and name.endswith(")")):
+        return None
+    try:
+        value = ast.literal_eval(name)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _two_level_names(frame: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    pairs = {c: _pair_of(c) for c in frame.columns}
+    rename = {c: f"{p[0]}{_SEP}{p[1]}" for c, p in pairs.items() if p is not None}
+    if not rename:
+        return frame
+    first = next(iter(rename))
+    notes.append(f"read {len(rename)} two-level pandas column name(s) as field{_SEP}ticker "
+                 f"({clip(first)!r} -> {clip(rename[first])!r}, field first)")
+    return frame.rename(rename)
+
+
 def _drop_index(frame: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
     index = [c for c in frame.columns if _INDEX.match(norm(c)) or _INDEX.match(c)]
     if not index:
@@ -141,7 +169,7 @@ def normalise_columns(frame: pl.DataFrame, columns: Mapping[str, str] | None = N
     origin: dict[str, str] = {}  # schema column -> the input's name for it
     if columns:
         frame = _apply_mapping(frame, columns, notes, origin)
-    frame = _drop_index(frame, notes)
+    frame = _drop_index(_two_level_names(frame, notes), notes)
     claims: dict[str, list[tuple[int, str]]] = {}
     for c in frame.columns:
         field, sep, ticker = c.partition(_SEP)

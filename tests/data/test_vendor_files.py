@@ -248,3 +248,28 @@ def test_evaluate_reads_a_frame_through_the_loader() -> None:
     panel = load_panel(df)
     got = evaluate("rank(ts_delta(close, 2))", df)
     assert np.array_equal(got, evaluate("rank(ts_delta(close, 2))", panel), equal_nan=True)
+
+
+def test_a_two_level_pandas_parquet_reads_as_the_frame_does(tmp_path, capsys) -> None:
+    """yfinance's ``download`` frame (columns (Price, Ticker), a Date index) written with
+    ``to_parquet``: the file stores the column names as "('Open', 'AAA')" strings; it loads,
+    from the CLI too, to the panel the frame itself gives."""
+    from gymkit.cli import main
+
+    idx = pd.DatetimeIndex(pd.to_datetime([str(d) for d in M.dates[:700]]), name="Date")
+    cols = pd.MultiIndex.from_product([["Open", "High", "Low", "Close", "Volume"], TICKERS],
+                                      names=["Price", "Ticker"])
+    values = np.concatenate([getattr(M, f)[:700, :4] for f in ("open", "high", "low", "close",
+                                                               "volume")], axis=1)
+    frame = pd.DataFrame(values, index=idx, columns=cols)
+    path = tmp_path / "yf.parquet"
+    frame.to_parquet(path)
+    panel, report = load_panel_with_report(path)
+    assert panel.fingerprint == load_panel(frame).fingerprint
+    assert panel.tickers == tuple(sorted(TICKERS)) and panel.T == 700
+    j = panel.tickers.index(TICKERS[0])
+    assert np.array_equal(panel.close[:, j], M.close[:700, 0])
+    assert report.notes[0] == ("read 20 two-level pandas column name(s) as field:ticker "
+                               f"(\"('Open', '{TICKERS[0]}')\" -> 'Open:{TICKERS[0]}', field first)")
+    assert main(["market", str(path)]) == 0
+    assert f"fingerprint  {panel.fingerprint}" in capsys.readouterr().out

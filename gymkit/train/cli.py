@@ -80,13 +80,16 @@ def run(args: argparse.Namespace) -> int:
     if research_cli.run(args) is not None:
         return 0
     if args.train_cmd == "report":
-        from .report import format_table, write_report
+        from .report import format_table, holdout_line, write_report
 
         if not (Path(args.run_dir) / "rl" / "table.json").is_file():
             raise ValueError(f"{args.run_dir}: no rl/table.json (run `gymkit train rl` first)")
         rep = write_report(args.run_dir)
         print(format_table(rep))
-        print("red-team flags:", ", ".join(f"{k} {v}" for k, v in rep["flag_counts"].items()))
+        print("red-team flags:", ", ".join(f"{k} {'n/a' if v is None else v}"
+                                            for k, v in rep["flag_counts"].items()))
+        if holdout_line(rep):
+            print(holdout_line(rep))
         print(f"wrote {Path(args.run_dir) / 'report' / 'index.html'}")
         return 0
     from .rl import RLConfig, run_rl

@@ -50,6 +50,8 @@ FLAG_MEANINGS = {
                        "the Sharpe the factors earned in sample, so a premium that flips out of "
                        "sample is not priced (a known limit, benchmarks/RESULTS.md)",
 }
+#: Flags that read the holdout score (n/a when the run's holdout look was refused).
+HOLDOUT_FLAGS = ("train_far_above_holdout",)
 COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
            "book_sharpe", "book_beta")
 
@@ -111,10 +113,23 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
     counts = Counter(f for answers in red.values() for a in answers for f in a["flags"])
     curves = {k: [rec.get(k) for rec in log] for k in
               ("reward", "valid_share", "nonzero_adv_share", "entropy", "kl", "zeta", "families")}
+    scored = table["holdout"].get("status") == "scored"
     return {"run": str(run_dir), "env_fingerprint": table["env_fingerprint"],
             "config": table["config"], "shipped": table["shipped"], "holdout": table["holdout"],
             "table": seed_table_rows(table), "curves": curves, "redteam": red,
-            "flag_counts": {f: counts.get(f, 0) for f in FLAGS}}
+            # a flag read off the holdout cannot fire without it: None (n/a), not a clean 0
+            "flag_counts": {f: None if f in HOLDOUT_FLAGS and not scored else counts.get(f, 0)
+                            for f in FLAGS}}
+
+
+def holdout_line(rep: dict[str, Any]) -> str | None:
+    """What to tell a reader when the run's holdout was not scored (None when it was)."""
+    status = str(rep["holdout"].get("status"))
+    if status == "scored":
+        return None
+    return (f"holdout: {status}; its columns are empty and {', '.join(HOLDOUT_FLAGS)} is n/a "
+            "(a repeated run shares the holdout ledger: give it its own --ledger, or "
+            "--force-holdout, which is recorded)")
 
 
 def _fmt(v: Any, kind: str = "f") -> str:
@@ -156,7 +171,7 @@ def _html(rep: dict[str, Any]) -> str:
         red.append(f"<h3>checkpoint step {e(ck)}</h3><table><tr><th>#</th><th>formula</th><th>reward</th>"
                    f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover</th><th>flags</th></tr>"
                    f"{lines}</table>")
-    counts = ", ".join(f"{k}: {v}" for k, v in rep["flag_counts"].items())
+    counts = ", ".join(f"{k}: {'n/a' if v is None else v}" for k, v in rep["flag_counts"].items())
     legend = "".join(f"<dt><code>{e(k)}</code></dt><dd>{e(v)}</dd>" for k, v in FLAG_MEANINGS.items())
     return (f"<!doctype html><meta charset='utf-8'><title>gymkit train report</title>"
             f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}td,th{{padding:2px 6px;"
@@ -164,6 +179,7 @@ def _html(rep: dict[str, Any]) -> str:
             f"<h1>gymkit train: {e(rep['run'])}</h1><p>environment {e(rep['config']['env_id'])} "
             f"(fingerprint {e(rep['env_fingerprint'][:16])}); shipped checkpoint: step {e(rep['shipped'])} "
             f"(best probe train CPCV); holdout: {e(str(rep['holdout'].get('status')))}</p>"
+            + (f"<p><strong>{e(holdout_line(rep))}</strong></p>" if holdout_line(rep) else "") +
             f"<h2>Train vs. holdout ({e(str(rep['config'].get('probe_size', '?')))} frozen probe "
             f"briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
             f"<h2>Training curves (per step)</h2>{curves}"

@@ -104,3 +104,29 @@ def test_the_report_explains_every_flag() -> None:
     page = _html(rep)
     for flag, meaning in FLAG_MEANINGS.items():
         assert f"<dt><code>{flag}</code></dt><dd>{html.escape(meaning)}</dd>" in page
+
+
+def test_a_refused_holdout_is_said_and_its_flag_is_na_not_zero(tmp_path, capsys) -> None:
+    """A run repeated with the same seed shares the holdout ledger, so its look is refused: the
+    report said 'train_far_above_holdout 0' beside empty holdout columns, as if clean.  Now the
+    flag is n/a, and the CLI and the page say why and what to do."""
+    import json
+
+    from gymkit.cli import main
+    from gymkit.train.report import HOLDOUT_FLAGS, _html, build_report
+
+    rl = tmp_path / "R" / "rl"
+    rl.mkdir(parents=True)
+    refused = "refused: the holdout was already scored for this environment (e5f93acdfdda)"
+    (rl / "table.json").write_text(json.dumps({
+        "config": {"env_id": "us46-default", "probe_size": 20}, "env_fingerprint": "f" * 64,
+        "holdout": {"status": refused}, "rows": [], "shipped": "20"}))
+    (rl / "log.jsonl").write_text(json.dumps({"step": 1, "reward": -1.0}) + "\n")
+    rep = build_report(tmp_path / "R")
+    assert all(rep["flag_counts"][f] is None for f in HOLDOUT_FLAGS)
+    assert all(v == 0 for f, v in rep["flag_counts"].items() if f not in HOLDOUT_FLAGS)
+    assert "train_far_above_holdout: n/a" in _html(rep) and "give it its own --ledger" in _html(rep)
+    assert main(["train", "report", str(tmp_path / "R")]) == 0
+    out = capsys.readouterr().out
+    assert "train_far_above_holdout n/a" in out
+    assert f"holdout: {refused}; its columns are empty" in out

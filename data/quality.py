@@ -8,7 +8,12 @@ Never errors, in any mode: each is counted per rule with one line listing the fi
                       split the vendor did not adjust: load with ``adjust=True`` and a
                       ``split`` column, or use adjusted prices);
 ``zero-volume``       a session with prices and volume 0 (a halt or a vendor gap);
-``missing-open``      a session with a close but no open (the book fills at the open).
+``missing-open``      a session with a close but no open (the book fills at the open);
+``short-history``     a ticker with fewer than 63 sessions with a close (a quarter: too short to
+                      rank on most windows; often a vendor's partial listing), in a panel of at
+                      least 63 sessions;
+``thin-session``      a session where fewer than half the median session's tickers have a close
+                      (a partial last day, a holiday half-filled by the vendor).
 
 Linear in the number of rows (polars window expressions).
 """
@@ -29,7 +34,13 @@ WARNINGS: dict[str, str] = {
     "unadjusted-split": "one stock's overnight move beyond ±40% with no market move",
     "zero-volume": "a session with prices and volume 0",
     "missing-open": "a session with a close but no open",
+    "short-history": "a ticker with fewer than 63 sessions with a close",
+    "thin-session": "a session where fewer than half the median session's tickers have a close",
 }
+#: A ticker with fewer priced sessions than this is flagged ``short-history``.
+SHORT_HISTORY = 63
+#: A session with fewer priced tickers than this share of the median session's is ``thin-session``.
+THIN_SESSION = 0.5
 
 
 def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:
@@ -61,6 +72,20 @@ def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str
          lambda r: f"volume 0 with close {_fmt(r['close'])}"),
         ("missing-open", df.filter(pl.col("open").is_null() & pl.col("close").is_not_null()),
          lambda r: f"no open, close {_fmt(r['close'])}"),
+    ]
+    priced = frame.filter(pl.col("close").is_not_null())
+    per_ticker = priced.group_by("ticker", maintain_order=True).agg(
+        pl.len().alias("_n"), pl.col("date").first().alias("date"),
+        pl.col("date").last().alias("_last"))
+    per_day = priced.group_by("date", maintain_order=True).agg(pl.len().alias("_n"))
+    median_day = float(per_day.get_column("_n").median() or 0.0)
+    short = SHORT_HISTORY if per_day.height >= SHORT_HISTORY else 0  # not on a short panel
+    checks += [
+        ("short-history", per_ticker.filter(pl.col("_n") < short).sort("date", "ticker"),
+         lambda r: f"only {r['_n']} session(s) with a close ({r['date']}..{r['_last']})"),
+        ("thin-session", per_day.filter(pl.col("_n") < THIN_SESSION * median_day).sort("date")
+         .with_columns(pl.lit("(all)").alias("ticker")),
+         lambda r: f"{r['_n']} ticker(s) with a close, the median session has {median_day:g}"),
     ]
     for rule, hits, describe in checks:
         if hits.height:

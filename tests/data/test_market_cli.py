@@ -261,3 +261,25 @@ def test_a_file_with_split_columns_is_told_about_adjust(vendor, tmp_path, capsys
             "unadjusted-split warning(s)); --adjust (load_panel(adjust=True)) applies them") in err
     rc, _, err = cli(capsys, "market", str(raw), "--adjust")
     assert rc == 0 and "unadjusted-split" not in err and "not applied" not in err
+
+
+def test_short_listings_and_a_partial_last_day_are_warned(vendor, tmp_path, capsys) -> None:
+    """Two vendor flaws that loaded in silence: tickers with a few rows (a partial listing)
+    and a last session holding half the tickers (a file cut mid-download)."""
+    clean, _ = vendor
+    df = pd.read_csv(clean)
+    dates = sorted(df["Date"].unique())
+    extra = df[df["Date"].isin(dates[-10:]) & (df["Name"] == df["Name"].iloc[0])].copy()
+    extra["Name"] = "NEWCO"  # listed for the last 10 sessions only
+    cut = df[(df["Date"] == dates[-1]) & df["Name"].isin(sorted(df["Name"].unique())[:2])]
+    flawed = pd.concat([extra, df[df["Date"] != dates[-1]], cut]).sort_values(["Date", "Name"])
+    path = tmp_path / "flawed.csv"
+    flawed.to_csv(path, index=False)
+    rc, _, err = cli(capsys, "market", str(path))
+    assert rc == 0, err
+    assert (f"warning [short-history] NEWCO {dates[-10]}: only 10 session(s) with a close "
+            f"({dates[-10]}..{dates[-1]}) (1 row)") in err
+    assert (f"warning [thin-session] (all) {dates[-1]}: 3 ticker(s) with a close, the median "
+            "session has 8 (1 row)") in err
+    rc, _, err = cli(capsys, "market", str(clean))
+    assert "short-history" not in err and "thin-session" not in err

@@ -228,8 +228,15 @@ class _Checker:
             self.df = self.df.filter(~m)
 
 
+#: The exchange's clock (the NYSE calendar): a zoned timestamp at midnight there is its date.
+EXCHANGE_TZ = "America/New_York"
+
+
 def coerce_date(df: pl.DataFrame) -> pl.DataFrame:
     """Return ``df`` with its ``date`` column as pl.Date (from Date, Datetime at midnight or ISO text).
+
+    A zoned timestamp that is midnight on the exchange's clock (:data:`EXCHANGE_TZ`) but not in
+    its own zone (New York midnight stored as 04:00 or 05:00 UTC) is that New York date.
 
     Raises ``bad-date`` naming the first row whose date is missing or unparsable.
     """
@@ -268,12 +275,19 @@ def coerce_date(df: pl.DataFrame) -> pl.DataFrame:
     if isinstance(dt, pl.Datetime):
         raw = out.get_column("date")
         midnight = raw == raw.dt.truncate("1d")
+        if not midnight.all() and dt.time_zone is not None:
+            # midnight on the exchange's clock, stored in another zone (NY midnight as 04:00 UTC)
+            ny = raw.dt.convert_time_zone(EXCHANGE_TZ)
+            if (ny == ny.dt.truncate("1d")).all():
+                return out.with_columns(ny.dt.date().alias("date")).drop("_date")
         if not midnight.all():
             i = int((~midnight).arg_true()[0])
             tk = df.row(i, named=True).get("ticker")
             raise ValidationError(
                 "bad-date",
-                f"{df['date'][i]} in row {i} has a time of day; expected dates",
+                f"{df['date'][i]} in row {i} has a time of day; expected dates (one row per "
+                "session: a bar stamped at its close or open? make the column dates first, e.g. "
+                "pandas df['date'].dt.date, polars pl.col('date').dt.date())",
                 ticker=None if tk is None else str(tk),
             )
     return out.with_columns(pl.col("_date").alias("date")).drop("_date")

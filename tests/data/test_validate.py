@@ -378,12 +378,26 @@ def test_datetime_dates_must_be_midnight():
     frame = BASE.with_columns(stamps.str.to_datetime("%Y-%m-%d %H:%M"))
     with pytest.raises(ValidationError) as info:
         load_panel(frame)
-    assert (
-        str(info.value)
-        == "[bad-date] AAA: 2014-06-10 09:30:00 in row 2 has a time of day; expected dates"
-    )
+    assert str(info.value) == (
+        "[bad-date] AAA: 2014-06-10 09:30:00 in row 2 has a time of day; expected dates (one row "
+        "per session: a bar stamped at its close or open? make the column dates first, e.g. "
+        "pandas df['date'].dt.date, polars pl.col('date').dt.date())")
     midnight = BASE.with_columns(pl.col("date").str.to_datetime("%Y-%m-%d"))
     assert load_panel(midnight).fingerprint == load_panel(BASE).fingerprint
+
+
+def test_new_york_midnight_stored_in_utc_is_its_new_york_date() -> None:
+    """A vendor's daily bars at New York midnight stored as UTC (04:00+00:00 in summer, 05:00 in
+    winter) are those New York dates; a bar stamped at the close (16:00 New York) is still an
+    error: it has a time of day on every clock."""
+    ny = BASE.with_columns(pl.col("date").str.to_datetime("%Y-%m-%d")
+                           .dt.replace_time_zone("America/New_York"))
+    utc = ny.with_columns(pl.col("date").dt.convert_time_zone("UTC"))
+    assert str(utc.get_column("date")[0]) == "2014-06-09 04:00:00+00:00"
+    assert load_panel(utc).fingerprint == load_panel(BASE).fingerprint
+    close = ny.with_columns(pl.col("date") + pl.duration(hours=16))
+    with pytest.raises(ValidationError, match=r"has a time of day; expected dates \(one row"):
+        load_panel(close.with_columns(pl.col("date").dt.convert_time_zone("UTC")))
 
 
 def test_non_finite_reports_earliest_row_over_all_columns_and_counts_rows():

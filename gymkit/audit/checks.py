@@ -51,7 +51,8 @@ CHECKS: tuple[Check, ...] = (
           "DESIGN §3; playbook §5.7", check_error_hygiene),
     Check("determinism", "are cards byte-identical across rescoring, cache, processes, "
           "workers?", "DESIGN §9", check_determinism),
-    Check("hand_play", "can a known-good formula from the prompt alone score > 0?",
+    Check("hand_play", "can a known-good formula from the prompt alone score > 0 (on a market "
+          "without planted effects: above every naive baseline)?",
           "playbook §7.1", check_hand_play),
     Check("non_triviality", "do naive baselines score <= 0?", "playbook §7.2",
           check_non_triviality),

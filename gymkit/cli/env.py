@@ -17,7 +17,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     sub.add_parser("list", help="registered environments", description="registered environments")
     sp = sub.add_parser("show", help="one environment's configuration",
                         description="one environment's configuration")
-    sp.add_argument("env_id", help="a registered id or a .toml path")
+    sp.add_argument("env_id", nargs="?", default="us46-default",
+                    help="a registered id or a .toml path (default: us46-default)")
     sp.add_argument("--toml", action="store_true", help="print the configuration as TOML")
     add_market_args(sp)
 

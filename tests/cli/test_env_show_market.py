@@ -72,3 +72,11 @@ def test_the_tear_sheet_names_the_user_market(market, tmp_path, cli):
     html = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
     assert rc == 0 and "us46-default: a user-supplied market, 12-channel reward" in html
     assert "embedded market" not in html
+
+
+def test_env_show_defaults_to_the_default_environment_as_other_commands_do(market, cli):
+    """``gymkit env show --market FILE`` (no id) was a usage error; every other command defaults
+    to us46-default, and so does this one: the same text as naming it."""
+    rc, named, _ = cli("env", "show", "us46-default", "--market", str(market))
+    rc2, bare, _ = cli("env", "show", "--market", str(market))
+    assert rc == rc2 == 0 and bare == named

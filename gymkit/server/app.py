@@ -8,7 +8,8 @@ bytes (computed in the workers) and sends them.
 Errors: every non-2xx body is ``{"error": {"code": ..., "message": ...}}`` with a one-line
 message, never a traceback or a path.  Codes: ``invalid_request`` (422), ``malformed_json``
 (400), ``too_many_completions`` / ``answer_too_long`` / ``invalid_unicode`` (422), ``body_too_large`` (413),
-``body_timeout`` (408), ``unauthorized`` (401), ``commits_disabled`` (403: the server listens
+``body_timeout`` (408), ``unsupported_media_type`` (415: a body sent without a JSON content type),
+``unauthorized`` (401), ``commits_disabled`` (403: the server listens
 beyond loopback without a token), ``not_found`` (404), ``method_not_allowed``
 (405), ``queue_full`` (429 + Retry-After), ``worker_died`` / ``worker_timeout`` /
 ``pool_unavailable`` / ``shutting_down`` (503), ``archive_version_conflict`` /
@@ -330,15 +331,28 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         more = f" (and {len(errs) - 1} more)" if len(errs) > 1 else ""
         where = _loc(first["loc"])
         kind = first.get("type")
+        ctype = request.headers.get("content-type", "")
+        if tuple(first["loc"]) == ("body",) and "json" not in ctype.lower():
+            metrics.server_error("unsupported_media_type")  # e.g. curl -d's form encoding
+            return _error(415, "unsupported_media_type", "request body must be JSON: send "
+                          f"'content-type: application/json' (got {ctype[:80]!r})")
+        if kind == "too_long" and len(first["loc"]) == 2 and first["loc"][0] == "body" \
+                and isinstance(first.get("input"), list):  # over the hard ceiling: same words
+            metrics.server_error("too_many_completions")
+            return _error(422, "too_many_completions", f"{where}: {len(first['input'])} items, "
+                          f"the limit is {s.max_completions}")
         if kind == "string_unicode":  # a lone surrogate (e.g. "\ud800"): not valid Unicode
             metrics.server_error("invalid_unicode")
             return _error(422, "invalid_unicode", f"{where}: unpaired surrogate (the text is "
                           f"not valid Unicode){more}")
         if kind == "string_too_long" and set(first["loc"]) & _ANSWER_FIELDS:
             limit = (first.get("ctx") or {}).get("max_length", HARD_MAX_ANSWER_CHARS)
+            size = first.get("input")
+            size = f"{len(size)} characters" if isinstance(size, str) else \
+                f"longer than {limit} characters"
             metrics.server_error("answer_too_long")
-            return _error(422, "answer_too_long", f"{where}: longer than {limit} characters, "
-                          f"the limit is {s.max_answer_chars}{more}")
+            return _error(422, "answer_too_long", f"{where}: {size}, the limit is "
+                          f"{s.max_answer_chars}{more}")
         metrics.server_error("invalid_request")
         return _error(422, "invalid_request", f"{where}: {first['msg']}{more}")
 

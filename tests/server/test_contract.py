@@ -39,7 +39,32 @@ def test_answer_over_the_hard_ceiling_is_answer_too_long(srv) -> None:
             r = c.post("/v1/score", json={"completions": ["x" * n]})
             assert r.status_code == 422
             assert r.json()["error"]["code"] == "answer_too_long", r.text[:300]
-            assert r.json()["error"]["message"].startswith("body.completions[0]")
+            assert r.json()["error"]["message"] == (
+                f"body.completions[0]: {n} characters, the limit is {srv.settings.max_answer_chars}")
+
+
+def test_the_completions_limit_reads_the_same_at_any_size(srv) -> None:
+    """Assertion: over the configured limit (256) and over the schema's hard ceiling (1024) a
+    client gets the same code and the same sentence, naming the configured limit."""
+    with srv.client() as c:
+        for n in (srv.settings.max_completions + 1, 2000):
+            r = c.post("/v1/score", json={"completions": ["<alpha>close</alpha>"] * n})
+            assert r.status_code == 422 and r.json()["error"] == {
+                "code": "too_many_completions",
+                "message": f"body.completions: {n} items, the limit is "
+                           f"{srv.settings.max_completions}"}, r.text[:300]
+
+
+def test_a_body_without_a_json_content_type_is_415_saying_so(srv) -> None:
+    """Assertion: curl -d's default (form encoding) got a 422 about dictionaries; now 415
+    naming the content type to send."""
+    with srv.client() as c:
+        r = c.post("/v1/score", content=json.dumps({"completions": VALID[:1]}),
+                   headers={"content-type": "application/x-www-form-urlencoded"})
+    assert r.status_code == 415 and r.json()["error"] == {
+        "code": "unsupported_media_type",
+        "message": "request body must be JSON: send 'content-type: application/json' (got "
+                   "'application/x-www-form-urlencoded')"}
 
 
 def test_405_has_allow_and_a_json_body(srv) -> None:

@@ -4,7 +4,11 @@ Input (by extension): ``.jsonl``/``.ndjson``/``.json`` (one JSON object per line
 ``.parquet``/``.pq``, or any other text file (one answer per non-empty line).  A record's
 answer is its ``completion`` field (verbatim; ``--field`` names another) or, failing that, its
 ``formula`` field (wrapped in ``<alpha>``); a plain line without ``<alpha>`` is a bare formula.
-Its id is the ``id`` field (``--id-field``) or else its 0-based row number.
+Its id is the ``id`` field (``--id-field``) or else its 0-based row number.  A record that names
+its design brief (``brief_id``, and/or the brief's text in ``brief``, as gymkit's dataset rows and
+rollouts carry them) is scored with that brief, so brief compliance (R13) counts as it did for
+the trainer; a brief that cannot be found (:func:`gymkit.adapters.common.resolve_brief`) makes
+the record an error row.  ``--no-brief`` scores every answer without one.
 
 Scoring: every answer alone (``env.score``), or with ``--group-field F`` the records sharing
 a value of F as one group (``env.score_group``, plus each answer's GDPO advantage).  The
@@ -75,6 +79,7 @@ class Record:
     completion: str
     error: tuple[str, str] | None = None  # (code, message) of a bad record; not scored
     line: int | None = None  # 1-based line of a text/JSONL input
+    brief: str | None = None  # the design brief's text the answer was written for
 
 
 class _BadRecord(ValueError):
@@ -102,7 +107,8 @@ def _surrogate(text: str) -> int | None:
     return None
 
 
-def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_field: str | None) -> Record:
+def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_field: str | None,
+            briefs: bool = True) -> Record:
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: a record must be a JSON object")
     try:
@@ -121,7 +127,15 @@ def _record(obj: Any, row: int, where: str, field: str, id_field: str, group_fie
         if obj.get(group_field) is None:
             raise ValueError(f"{where}: no '{group_field}' field to group by")
         group = str(obj[group_field])
-    return Record(str(rid), group, text)
+    brief = None
+    if briefs and (obj.get("brief_id") or obj.get("brief")):
+        from .adapters.common import UnknownBrief, resolve_brief
+
+        try:
+            brief = resolve_brief(obj.get("brief_id") or None, obj.get("brief"), f"{where}: ")
+        except UnknownBrief as exc:
+            raise _BadRecord("bad_record", str(exc)) from None
+    return Record(str(rid), group, text, brief=brief)
 
 
 def _lines(p: Path) -> Iterator[tuple[int, str | None, str]]:
@@ -150,7 +164,8 @@ def _bad(rid: str, line: int, code: str, message: str) -> Record:
     return Record(rid, None, "", (code, message), line)
 
 
-def _scan(path: str | Path, field: str, id_field: str, group_field: str | None) -> list[Record]:
+def _scan(path: str | Path, field: str, id_field: str, group_field: str | None,
+          briefs: bool = True) -> list[Record]:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"input file {p} not found")
@@ -160,7 +175,7 @@ def _scan(path: str | Path, field: str, id_field: str, group_field: str | None) 
         import polars as pl
 
         for row, obj in enumerate(pl.read_parquet(p).iter_rows(named=True)):
-            out.append(_record(obj, row, f"{p} row {row}", field, id_field, group_field))
+            out.append(_record(obj, row, f"{p} row {row}", field, id_field, group_field, briefs))
     elif ext in JSONL_EXT:
         for row, (n, text, why) in enumerate(_lines(p)):
             obj: Any = None
@@ -168,8 +183,8 @@ def _scan(path: str | Path, field: str, id_field: str, group_field: str | None) 
                 if text is None:
                     raise _BadRecord("bad_record", why)
                 obj = parse_json_line(text, f"{p}:{n}")
-                rec = _record(obj, row, f"{p}:{n}", field, id_field, group_field)
-                out.append(Record(rec.id, rec.group, rec.completion, None, n))
+                rec = _record(obj, row, f"{p}:{n}", field, id_field, group_field, briefs)
+                out.append(Record(rec.id, rec.group, rec.completion, None, n, rec.brief))
             except ValueError as exc:
                 code = exc.code if isinstance(exc, _BadRecord) else "bad_record"
                 out.append(_bad(_bad_id(obj, id_field, row), n, code, str(exc)))
@@ -194,11 +209,21 @@ def _unique(records: list[Record], p: str | Path) -> list[Record]:
 
 
 def scan_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
-                 group_field: str | None = None) -> list[Record]:
+                 group_field: str | None = None, briefs: bool = True) -> list[Record]:
     """Every record of ``path`` (module doc), a bad one as a :class:`Record` whose ``error`` is
     (code, "FILE:LINE: reason"); ``ValueError`` only for what spoils the whole file (missing,
-    duplicate ids, --group-field on plain lines)."""
-    return _unique(_scan(path, field, id_field, group_field), path)
+    duplicate ids, --group-field on plain lines, a group whose records name different briefs).
+    ``briefs=False`` ignores the records' briefs."""
+    out = _unique(_scan(path, field, id_field, group_field, briefs), path)
+    first: dict[str, Record] = {}
+    for r in out:
+        if r.group is None or r.error is not None:
+            continue
+        f = first.setdefault(r.group, r)
+        if r.brief != f.brief:
+            raise ValueError(f"{path}: group {r.group!r} mixes briefs (records {f.id!r} and "
+                             f"{r.id!r}): a group is scored against one brief")
+    return out
 
 
 def read_records(path: str | Path, *, field: str = "completion", id_field: str = "id",
@@ -376,10 +401,10 @@ def _dump(row: dict[str, Any]) -> str:
 def _score_batch(env: Any, batch: list[Record], timings: bool) -> tuple[str, int]:
     """The output lines (joined) of one scorable batch and how many of its cards are valid."""
     if batch[0].group is None:
-        cards = [env.score(batch[0].completion)]
+        cards = [env.score(batch[0].completion, brief=batch[0].brief)]
         adv = None
     else:
-        cards = env.score_group([r.completion for r in batch])
+        cards = env.score_group([r.completion for r in batch], brief=batch[0].brief)
         adv, _ = env.group_advantages(cards)
     lines = []
     for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
@@ -474,11 +499,13 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                timings: bool = False, restart: bool = False, progress: bool = True,
                stream: TextIO | None = None, env: Any = None, workers: int | None = 1,
                env_factory: Callable[[], Any] | None = None, engine: str = "local",
-               ray_address: str | None = None, device: str | None = None) -> dict[str, int]:
+               ray_address: str | None = None, device: str | None = None,
+               briefs: bool = True) -> dict[str, int]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
     bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
 
     ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``.
+    ``briefs``: score a record that names its brief with it (module doc); False ignores briefs.
     ``engine``: ``"local"`` (``workers`` processes, None: all cores; 1: in this process) or
     ``"ray"`` (``workers`` Ray actors, None: the cluster's CPUs; ``ray_address`` for
     ``ray.init``, None: a local Ray for the run).  Workers build their environment with
@@ -502,7 +529,8 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         raise ValueError(f"output {out_p} must end in .jsonl or .parquet")
     if out_p.resolve() == Path(src).resolve():
         raise ValueError("output and input are the same file")
-    records = scan_records(src, field=field, id_field=id_field, group_field=group_field)
+    records = scan_records(src, field=field, id_field=id_field, group_field=group_field,
+                           briefs=briefs)
     partial = out_p.with_name(out_p.name + ".partial.jsonl") if ext in PARQUET_EXT else out_p
     if restart:
         for p in {out_p, partial}:
@@ -568,6 +596,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id-field", default="id", help="the id's field (default: id; else the row number)")
     p.add_argument("--group-field", default=None, metavar="FIELD",
                    help="score records sharing this field as one group (adds GDPO advantages)")
+    p.add_argument("--no-brief", action="store_true", help="ignore the records' brief_id / brief "
+                   "(default: an answer that names its brief is scored with it, R13 included)")
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -604,7 +634,8 @@ def run_cli(args: argparse.Namespace) -> int:
     c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
                    group_field=args.group_field, timings=args.timings, restart=args.restart,
                    progress=not args.no_progress, workers=args.workers, env_factory=factory,
-                   engine=args.engine, ray_address=args.ray_address, device=args.device)
+                   engine=args.engine, ray_address=args.ray_address, device=args.device,
+                   briefs=not args.no_brief)
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"

@@ -114,3 +114,40 @@ def test_progress_line_counts_and_rate():
     bar.update(3, 2, final=True)
     line = buf.getvalue()
     assert "7/10" in line and "70%" in line and "valid 67%" in line and line.endswith("\n")
+
+
+def test_answers_that_name_their_brief_are_scored_with_it(tmp_path, capsys, shared_env) -> None:
+    """Rollouts of a briefed trainer carry brief_id (and the text): score-file scored them
+    without the brief, so its numbers differed from the trainer's.  Now a default brief (by id),
+    a seed-1 brief (by its text), an unknown id (an error row) and --no-brief, through the CLI,
+    serial and on two workers, byte-identical."""
+    from gymkit.briefs import generate_briefs, split_briefs
+
+    env = shared_env()
+    b0 = split_briefs(generate_briefs(), "train")[0]
+    b1 = split_briefs(generate_briefs(40, 1), "train")[0]
+    ans = "<alpha>rank(ts_std(volume, 8))</alpha>"
+    src = _jsonl(tmp_path / "rollouts.jsonl", [
+        {"id": "d", "brief_id": b0.brief_id, "completion": ans},
+        {"id": "s1", "brief_id": b1.brief_id, "brief": b1.text, "completion": ans},
+        {"id": "x", "brief_id": "deadbeefdeadbeef", "completion": ans},
+        {"id": "none", "completion": ans}])
+    outs = []
+    for w in ("1", "2"):
+        out = tmp_path / f"cards{w}.jsonl"
+        assert main(["score-file", str(src), "--out", str(out), "--workers", w,
+                     "--no-progress"]) == 0
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    rows = {r["id"]: r for r in map(json.loads, outs[0].decode().splitlines())}
+    for rid, brief in (("d", b0.text), ("s1", b1.text), ("none", None)):
+        want = env.score(ans, brief=brief).to_dict(timings=False)
+        assert {k: v for k, v in rows[rid].items() if k != "id"} == want, rid
+    assert rows["d"]["channels"]["brief_compliance"] < 0  # the brief was really used
+    assert rows["x"]["reward"] is None and rows["x"]["error"]["code"] == "bad_record"
+    assert "unknown brief_id 'deadbeefdeadbeef'" in rows["x"]["error"]["message"]
+    plain = tmp_path / "plain.jsonl"
+    assert main(["score-file", str(src), "--out", str(plain), "--no-brief", "--no-progress"]) == 0
+    assert all(json.loads(x)["reward"] == env.score(ans).reward
+               for x in plain.read_text().splitlines())
+    capsys.readouterr()

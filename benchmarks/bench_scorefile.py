@@ -58,7 +58,8 @@ def main() -> None:
     src = d / "formulas.jsonl"
     src.write_text("".join(json.dumps({"id": i, "formula": to_text(random_formula(rng, train))}) + "\n"
                            for i in range(args.n)), encoding="utf-8")
-    exe = str(Path(sys.executable).with_name("gymkit"))
+    script = Path(sys.executable).with_name("gymkit")  # the console script, as a user types it
+    exe = [str(script)] if script.is_file() else [sys.executable, "-m", "gymkit.cli"]
     confs = [(c.split(":")[0], int(c.split(":")[1])) if ":" in c else ("local", int(c))
              for c in args.runs.split(",")]
     times: dict[tuple[str, int], list[float]] = {c: [] for c in confs}
@@ -67,7 +68,7 @@ def main() -> None:
         for engine, w in confs:
             out = d / f"cards-{engine}-{w}.jsonl"
             t0 = time.perf_counter()
-            subprocess.run([exe, "score-file", str(src), "--out", str(out), "--workers", str(w),
+            subprocess.run([*exe, "score-file", str(src), "--out", str(out), "--workers", str(w),
                             "--engine", engine, "--no-progress", "--restart", *market], check=True,
                            capture_output=True)
             times[(engine, w)].append(time.perf_counter() - t0)

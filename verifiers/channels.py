@@ -142,7 +142,7 @@ __all__ = [
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v6"  # v6: R10 also fires on factor clones (>= 80% of a positive raw Sharpe explained by the R4 factors, any turnover); v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
+CHANNEL_TABLE_VERSION = "channels-v7"  # v7: R13 reads a brief's facets off the formula's live part (a dead ternary branch, a product with 0, + 0 meet no facet); v6: R10 also fires on factor clones (>= 80% of a positive raw Sharpe explained by the R4 factors, any turnover); v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
 # factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.

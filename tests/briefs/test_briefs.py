@@ -119,3 +119,36 @@ def test_difficulty_filter_keeps_some_but_not_all(briefs) -> None:
     assert difficulty_filter(samples, briefs, _StubEnv(), threshold=-0.5).kept == sorted([a, c])
     with pytest.raises(ValueError, match="unknown brief_id"):
         difficulty_filter([{"brief_id": "nope", "completion": "x"}], briefs, _StubEnv())
+
+
+V = "rank(ts_std(volume, 21) / ts_mean(volume, 21))"
+JUNK = ("ts_max(close * volume, 5) + sign(ts_corr(vwap, volume, 10)) + ts_skew(returns, 21) "
+        "+ ts_slope(high - low, 50) + ts_decay_linear(open - delay(close, 1), 7) "
+        "+ ts_rank(rank(volume), 200) + ts_mean(volume, 126) + returns / ts_std(returns, 10)")
+
+
+def test_dead_code_meets_no_facet(briefs) -> None:
+    """The red team's R13 hack: ``rank(1 ? V : JUNK)`` has the book of ``V`` but its dead
+    branch met the facets of 65% of the 500 briefs (mean R13 -0.62 -> -0.07).  Facets are read
+    off the live part now: the dead branch, or a product with 0, adds nothing; the scores of
+    the live formula and of the padded ones are the same on every brief but the compact one."""
+    import gymkit
+
+    plain, dead, zero = (parse(t) for t in (V, f"rank(1 ? {V} : {JUNK})", f"{V} + 0 * ({JUNK})"))
+    for b in briefs:
+        want = check_compliance(plain, b).checks
+        for padded in (dead, zero):
+            got = check_compliance(padded, b).checks
+            assert {k: v for k, v in got.items() if k != "risk"} == {
+                k: v for k, v in want.items() if k != "risk"}, b.brief_id
+    assert sum(check_compliance(dead, b).score == 0.0 for b in briefs) <= sum(
+        check_compliance(plain, b).score == 0.0 for b in briefs)
+    env = gymkit.make("us46-default")  # through the card: the padded answer gains nothing
+    b = briefs[1]
+    assert env.score(f"<alpha>rank(1 ? {V} : {JUNK})</alpha>", brief=b.text).reward <= env.score(
+        f"<alpha>{V}</alpha>", brief=b.text).reward
+    # a live conditional still counts as one
+    live = parse(f"rank(volume > ts_mean(volume, 21) ? {V} : -returns)")
+    cond = next(x for x in briefs if x.facets["hint"] == "conditional")
+    assert check_compliance(live, cond).checks["hint"]
+    assert not check_compliance(parse(f"rank(1 ? {V} : -returns)"), cond).checks["hint"]

@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "e5f93acdfdda29c09f5134b468b10c0639b053a321a375db2a5dac5333fa840e"
+FROZEN_ENV_FINGERPRINT = "72b145c85e8d8a85ac716a0071e0fc1ca61cb532a8a4851f61c31a173dbe7c42"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     'e718264cfa67a46e8acae4808c6b5baf59aec1259cb7716b9f775e1e678b95f6',
+     '96a12f9adff1c915300e309e7aeb340bc23e672c9189a1ff2bb08f1df3c9f0d0',
      0.0, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '5b4040bf75826d05d5d025bd482a3b7e00f38ec9d72c1401fa9e80ecfa6485a3',
+     '562219e1c335ee05660326d94f0a684ecfbbe756efb5463b9d4fefc3cccd7687',
      1.9314115588301166, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     '89f5cf30846fe59d47f22429a0117dc6e2df89cf1944249d5e4ab6d17ab2c6af',
+     'b2d20592e3abc109bfc969b65c87e1f3de30ef9cf4fb9d5d093be037080e353c',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '0ebaaf1e4f6d798d7cfa29a38b6ab1e60a6c074f532d04e552405cdf6b12d0af',
+     '6a21f316ab4651c29af26080f78c4fc36cc12fc78e6eade5fc14781a1632e005',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     '24b528bf1b0b0af9ea1642fd640b7765be3cc5264af5d925985718b2ab51ded6',
+     'bd00e830b5f8c7b2e193b983cc98a5733832e5a3acaf507034a9f054f9bcc9f7',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '222eb82bcfac0b4d2fa4c8565311a3ba704889a82b3fbe259d6eddbe96d52268',
+     '4c8bf0d7a57ed2a87fe19c2b5a84e475aa81a25a36f1a24d62ac53c81216d711',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '57e285d406fe2a7de53cc1afdacbe93f33a87c70dc7c62bcf8f2f89c29ca581f',
+     '7f07024705dedb2f9678f027417aef10209a4f457c7cc82251d344661249b3f6',
      -1.042476822369772, -0.6541933126468962),
 )
 

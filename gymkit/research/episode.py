@@ -55,6 +55,18 @@ _RULES = ("This is a research episode. Call tools to test formulas on the TRAIN 
 _ALPHA = re.compile(r"<alpha>(.*?)</alpha>", re.DOTALL)
 
 
+def _untag(formula: str) -> str:
+    """A tool's formula argument without one enclosing ``<alpha>``/``</alpha>`` (policies write
+    them; the tool wraps the formula itself, and a second tag read as ``multiple_tags`` at a
+    position past the end of what was sent).  Anything else is left for the gate."""
+    text = formula.strip()
+    head, tail = text.startswith("<alpha>"), text.endswith("</alpha>")
+    inner = text[7 if head else 0:len(text) - 8 if tail else len(text)]
+    if (head or tail) and "<alpha>" not in inner and "</alpha>" not in inner:
+        return inner.strip()
+    return formula
+
+
 def canonical_json(obj: Any) -> str:
     """Canonical JSON text (sorted keys, compact, no NaN): the transcript's byte form."""
     return json.dumps(json_safe(obj), sort_keys=True, separators=(",", ":"), allow_nan=False,
@@ -178,6 +190,7 @@ class ResearchEpisode:
 
     # ------------------------------------------------------------------ scoring
     def _card(self, formula: str) -> ScoreCard:
+        formula = _untag(formula)
         card = self._cards.get(formula)
         if card is None:
             card = self.env.score(f"<alpha>{formula}</alpha>", brief=self.brief)

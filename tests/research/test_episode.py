@@ -102,3 +102,19 @@ def test_invalid_submit_below_every_valid_episode(renv) -> None:
         worst_valid.call("backtest", formula=f)
     r = worst_valid.submit("rank(ts_delta(close, 5))").reward
     assert NO_SUBMIT_REWARD < bad <= -2.5 < -2.0 <= r
+
+
+def test_a_tagged_formula_in_a_tool_call_is_the_formula(renv) -> None:
+    """Policies pass ``<alpha>f</alpha>`` (or a trailing ``</alpha>``) to backtest; the tool
+    wraps the formula itself, so this was a ``multiple_tags`` error at a position past the end
+    of what was sent.  One enclosing tag is now dropped: the same result as the bare formula,
+    and the same trial (not a second one)."""
+    ep = renv.episode(None)
+    bare = json.loads(ep.call("backtest", formula=HONEST).observation)["result"]
+    for tagged in (f"<alpha>{HONEST}</alpha>", f"{HONEST}</alpha>", f" <alpha>{HONEST}"):
+        got = json.loads(ep.call("backtest", formula=tagged).observation)["result"]
+        assert got == bare, tagged
+    assert ep.n_trials == 1
+    two = json.loads(ep.call("backtest", formula=f"<alpha>{HONEST}</alpha><alpha>x</alpha>")
+                     .observation)["result"]
+    assert not two["valid"] and two["error"]["code"] == "multiple_tags"

@@ -7,8 +7,8 @@ and prints the median wall time (startup, a local Ray's start and environment bu
 included) and answers/s.  ``--runs local:1,local:2,ray:2`` picks the configurations
 (``ENGINE:WORKERS``; a bare number means ``local``).  ``--market FILE`` scores on a user's
 market (``gymkit score-file --market FILE``; formulas drawn on its train panel);
-``--synthetic-n N`` first writes a seeded synthetic N-stock, 3,556-session panel there
-(``gymkit.audit.lookahead.synthetic_panel``) as long Parquet.
+``--synthetic-n N`` first writes a seeded synthetic N-stock panel of 3,556 NYSE sessions there
+(``gymkit.audit.lookahead.synthetic_panel``'s prices) as long Parquet.
 """
 
 from __future__ import annotations
@@ -43,12 +43,18 @@ def main() -> None:
     if args.market:
         from gymkit.data import load_panel
 
-        if args.synthetic_n:
+        if args.synthetic_n:  # seeded prices on NYSE sessions, tickers in sorted order
             from gymkit.audit.lookahead import synthetic_panel
             from gymkit.cli.market import panel_to_long
+            from gymkit.data.calendar import nyse_sessions
+            from gymkit.data.panel import Panel
 
-            panel_to_long(synthetic_panel(seed=args.synthetic_n, t=3556, n=args.synthetic_n)
-                          ).write_parquet(args.market)
+            n = args.synthetic_n
+            s = synthetic_panel(seed=n, t=3556, n=n)
+            panel = Panel(nyse_sessions("2012-06-29", "2030-12-31")[:3556],
+                          [f"S{i:04d}" for i in range(n)], s.open, s.high, s.low, s.close,
+                          s.volume, cap=s.cap, sector=s.sector, industry=s.industry)
+            panel_to_long(panel).write_parquet(args.market)
         market = ["--market", args.market]
         train = gymkit.make("us46-default", market=load_panel(args.market)).setup.train
     else:

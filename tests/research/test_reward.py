@@ -149,3 +149,21 @@ def test_mining_eight_random_formulas_does_not_beat_one_honest_formula(renv) -> 
     assert mined_raw.mean() > honest.mean() + 2 * se     # the test has teeth: mining pays raw
     assert mined.mean() < honest.mean()                  # ... and not net of its mining
     assert TOOL_COST * 8 < 0.25                          # the cost alone is small
+
+
+def test_the_documented_window_sweep_counts_as_docs_research_says() -> None:
+    """docs/research.md: a window sweep rank(-ts_sum(returns, w)), w = 3..20 (17 backtests and
+    the 18th submitted), counts N̂ = 5.9 trials; eight near-copies count 1.06."""
+    from gymkit.research import make_research
+
+    renv = make_research("us46-research", budget=32)
+    ep = renv.episode(None)
+    for w in range(3, 20):
+        ep.call("backtest", formula=f"rank(-ts_sum(returns, {w}))")
+    out = ep.submit("rank(-ts_sum(returns, 20))").info["outcome"]
+    assert out["n_trials"] == 18 and round(out["n_effective"], 1) == 5.9
+    ep = renv.episode(None)
+    for k in range(7):
+        ep.call("backtest", formula=f"rank(-ts_sum(returns, 5)) + {k}*0.05*rank(volume)")
+    out = ep.submit("rank(-ts_sum(returns, 5)) + 7*0.05*rank(volume)").info["outcome"]
+    assert out["n_trials"] == 8 and round(out["n_effective"], 2) == 1.06

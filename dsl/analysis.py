@@ -28,8 +28,13 @@ DATA_FAMILIES = frozenset({"price", "volume", "fundamental"})
 PRICE_FIELDS = frozenset(name for name, spec in FIELDS.items() if spec.family == "price")
 
 
-def lookback(expr: Node) -> int:
-    """Sessions of history before day t that ``expr`` needs at day t."""
+def lookback(expr: Node | str) -> int:
+    """Sessions of history before day t that ``expr`` (a tree, or formula text, parsed) needs
+    at day t."""
+    if isinstance(expr, str):  # as evaluate() and canonical() take text
+        from .parser import parse
+
+        expr = parse(expr)
     kind = type(expr)
     if kind is Num or kind is Window or kind is Level:
         return 0

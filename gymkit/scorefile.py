@@ -48,6 +48,7 @@ import multiprocessing
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -405,7 +406,10 @@ def _score_batch(env: Any, batch: list[Record], timings: bool) -> tuple[str, int
         adv = None
     else:
         cards = env.score_group([r.completion for r in batch], brief=batch[0].brief)
-        adv, _ = env.group_advantages(cards)
+        with warnings.catch_warnings():
+            if len(batch) == 1:  # a group of one has advantage 0 by definition: no warning
+                warnings.simplefilter("ignore", RuntimeWarning)
+            adv, _ = env.group_advantages(cards)
     lines = []
     for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
         row: dict[str, Any] = {"id": rec.id}

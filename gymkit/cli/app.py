@@ -96,7 +96,7 @@ COMMANDS: tuple[Command, ...] = (
 _DESCRIPTION = """\
 gymkit: a deterministic verifier and RL gym for models that write trading formulas.
 A formula (the 101 Formulaic Alphas vocabulary) becomes a daily dollar-neutral long-short
-book on the train window; the card reports validity, 12 reward channels and the reward."""
+book on the train window; the card reports validity, 12 reward channels (13 with a brief) and the reward."""
 
 _EXIT_CODES = """\
 exit codes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 
 import polars as pl
 import pytest
@@ -151,3 +152,15 @@ def test_answers_that_name_their_brief_are_scored_with_it(tmp_path, capsys, shar
     assert all(json.loads(x)["reward"] == env.score(ans).reward
                for x in plain.read_text().splitlines())
     capsys.readouterr()
+
+
+def test_a_group_of_one_is_not_a_low_signal_warning(tmp_path, capsys) -> None:
+    """A group of one answer has advantage 0 by definition; score-file printed a raw
+    RuntimeWarning with a source path in the middle of its progress line."""
+    src = _jsonl(tmp_path / "one.jsonl", [{"id": "a", "g": "x", "completion": "<alpha>rank(close)</alpha>"}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["score-file", str(src), "--out", str(tmp_path / "o.jsonl"), "--group-field",
+                     "g", "--no-progress", "--workers", "1"]) == 0
+    row = json.loads((tmp_path / "o.jsonl").read_text())
+    assert row["advantage"] == 0.0 and "RuntimeWarning" not in capsys.readouterr().err

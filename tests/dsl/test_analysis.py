@@ -21,6 +21,7 @@ from gymkit.dsl import fields_used, lookback, motifs, node_count, parse
 ])
 def test_lookback(text, expected):
     assert lookback(parse(text)) == expected
+    assert lookback(text) == expected  # text, as evaluate() and canonical() take it
 
 
 def test_node_count_excludes_windows_and_levels():

@@ -57,7 +57,8 @@ from typing import Any, TextIO
 
 from .jsonl import parse_json_line
 
-__all__ = ["Record", "flatten_card_row", "read_records", "scan_records", "score_file"]
+__all__ = ["Record", "default_workers", "flatten_card_row", "read_records", "scan_records",
+           "score_file"]
 
 JSONL_EXT = (".jsonl", ".ndjson", ".json")
 PARQUET_EXT = (".parquet", ".pq")
@@ -452,6 +453,37 @@ def _serial(env: Any, batches: Iterable[list[Record]], timings: bool) -> Iterato
 
 
 ENGINES = ("local", "ray", "torch")
+#: Peak bytes of one scoring process per train-panel cell (measured at N = 3,000, T = 3,556:
+#: 8.0 GiB for 10.7 M cells, the first answer building the train context; RESULTS.md, issue 22).
+BYTES_PER_CELL = 800
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def default_workers(env: Any = None, available: int | None = None) -> int:
+    """``--workers``'s default: the machine's cores, but no more processes than fit in the
+    memory available (each builds its own train context: about :data:`BYTES_PER_CELL` per
+    cell of ``env``'s train panel); the default market never binds.  Output bytes do not depend
+    on it."""
+    cores = os.cpu_count() or 1
+    if env is None:
+        return cores
+    train = env.setup.train
+    need = BYTES_PER_CELL * train.T * train.N
+    free = _available_memory() if available is None else available
+    if free is None or need <= 0:
+        return cores
+    return max(1, min(cores, int(0.8 * free) // need))
 
 
 @contextlib.contextmanager
@@ -480,7 +512,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         return
     if name != "local":
         raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")
-    n = min((os.cpu_count() or 1) if workers is None else workers, len(good))
+    n = min(default_workers(env) if workers is None else workers, len(good))
     if n <= 1:
         import gymkit
 
@@ -606,7 +638,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="processes (or Ray actors) scoring in parallel (default: all cores, or "
+                   help="processes (or Ray actors) scoring in parallel (default: all cores, no "
+                        "more than fit in the available memory on a wide market, or "
                         "the Ray cluster's CPUs; 1: serial); the output is the same bytes for every N")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: a process pool on this machine (default); ray: Ray actors, one "

@@ -52,8 +52,13 @@ def _config_of(env_id: str | EnvConfig | Path) -> EnvConfig:
         return ENVIRONMENTS[key]
     if key.endswith(".toml") and Path(key).is_file():
         return EnvConfig.load(key)
-    raise ValueError(f"unknown environment {key!r}; registered: {list_envs()} "
-                     "(or pass an EnvConfig or a .toml path)")
+    import difflib
+
+    near = difflib.get_close_matches(key, list_envs(), n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    missing = " (no such .toml file)" if key.endswith(".toml") else ""
+    raise ValueError(f"unknown environment {key!r}{missing}; {hint}registered: {list_envs()} "
+                     "(or a .toml file, as `gymkit env show ID --toml` writes one)")
 
 
 def make(env_id: str | EnvConfig | Path = "us46-default", *, market: Any = None,

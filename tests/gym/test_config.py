@@ -92,6 +92,11 @@ def test_registry_lists_and_makes(env, tmp_path) -> None:
     assert list_envs() == sorted(ENVIRONMENTS)
     with pytest.raises(ValueError, match="unknown environment 'nope'"):
         gymkit.make("nope")
+    with pytest.raises(ValueError, match=r"^unknown environment 'us46-defualt'; did you mean "
+                       r"'us46-default'\? registered: "):
+        gymkit.make("us46-defualt")
+    with pytest.raises(ValueError, match=r"^unknown environment 'gone\.toml' \(no such \.toml file\)"):
+        gymkit.make("gone.toml")
     path = tmp_path / "mine.toml"
     env.config.replace(priorities={"format": 0.5}, archive={"seed": "none"}).save(path)
     mine = gymkit.make(str(path))

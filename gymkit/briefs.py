@@ -57,6 +57,7 @@ __all__ = [
     "MECHANISMS",
     "PROBE_SIZE",
     "RISKS",
+    "RISK_SENTENCE",
     "Brief",
     "Compliance",
     "DifficultyReport",
@@ -397,13 +398,17 @@ class Brief:
                 "facets": dict(self.facets), "text": self.text}
 
 
+#: The sentence every generated brief ends with (its risk preference).
+RISK_SENTENCE = "Risk preference: {}."
+
+
 def brief_text(facets: dict[str, str]) -> str:
     """The brief's text for facet option keys (the seed's sentence pattern, module doc)."""
     t = {f: _BY_KEY[f][facets[f]].text for f in FACETS}
     return (f"{MARKET_LINE} Design an alpha whose PRIMARY mechanism is: {t['mechanism']}. "
             f"Target horizon: {t['horizon']}. Inputs: {t['input_rule']}. "
             f"Structure: {t['hint']}. Constraint: {t['forbidden']}. "
-            f"Risk preference: {t['risk']}.")
+            + RISK_SENTENCE.format(t["risk"]))
 
 
 def brief_id_of(text: str) -> str:

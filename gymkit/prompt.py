@@ -41,14 +41,13 @@ ANSWER_FORMATS: dict[bool | None, str] = {
     False: "Answer with exactly one <alpha>formula</alpha> and nothing else.",
 }
 #: How the answer is read (dsl/extract.py), said in every prompt.
-_ANSWER_RULES = ("The answer is the one <alpha> tag outside any <think>...</think> block: tags "
-                 "inside it are drafts and are ignored. At most {limit} characters in all.")
-_NO_BRIEF = "Design one alpha of your choice."
-#: The no-brief user turn, and the last words of every system text (where the prompt's rules
-#: end: gymkit.server.compat reads a response after them).
-NO_BRIEF = _NO_BRIEF
+#: The last words of every system text: gymkit.server.compat reads a response after them.
 ANSWER_RULES_TAIL = " characters in all."
-assert _ANSWER_RULES.endswith("{limit}" + ANSWER_RULES_TAIL)
+_ANSWER_RULES = ("The answer is the one <alpha> tag outside any <think>...</think> block: tags "
+                 "inside it are drafts and are ignored. At most {limit}" + ANSWER_RULES_TAIL)
+#: The user turn without a brief, and what precedes a brief's text.
+NO_BRIEF = "Design one alpha of your choice."
+BRIEF_PREFIX = "Brief: "
 
 
 def system_text(fields: Iterable[str], levels: Iterable[str], operators: Iterable[str],
@@ -68,11 +67,11 @@ def render_prompt(brief: str | None, fields: Iterable[str], levels: Iterable[str
                   operators: Iterable[str], reasoning: bool | None = None) -> str:
     """The whole prompt as one string (the Gymnasium observation)."""
     text = system_text(fields, levels, operators, reasoning)
-    return text + "\nBrief: " + brief if brief else text
+    return text + "\n" + BRIEF_PREFIX + brief if brief else text
 
 
 def chat_messages(brief: str | None, fields: Iterable[str], levels: Iterable[str],
                   operators: Iterable[str], reasoning: bool | None = None) -> list[dict[str, str]]:
     """The prompt as chat messages: system text, then the brief as the user turn."""
     return [{"role": "system", "content": system_text(fields, levels, operators, reasoning)},
-            {"role": "user", "content": ("Brief: " + brief) if brief else _NO_BRIEF}]
+            {"role": "user", "content": (BRIEF_PREFIX + brief) if brief else NO_BRIEF}]

@@ -51,7 +51,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -186,7 +186,7 @@ def _scan(path: str | Path, field: str, id_field: str, group_field: str | None,
                     raise _BadRecord("bad_record", why)
                 obj = parse_json_line(text, f"{p}:{n}")
                 rec = _record(obj, row, f"{p}:{n}", field, id_field, group_field, briefs)
-                out.append(Record(rec.id, rec.group, rec.completion, None, n, rec.brief))
+                out.append(replace(rec, line=n))
             except ValueError as exc:
                 code = exc.code if isinstance(exc, _BadRecord) else "bad_record"
                 out.append(_bad(_bad_id(obj, id_field, row), n, code, str(exc)))

@@ -26,6 +26,10 @@ def write_page(html_text: str, out_dir: str | Path) -> Path:
     return path
 
 
+def _notes(env: Environment, look_note: str | None) -> tuple[str, ...]:
+    return (*env.notes, look_note) if look_note else tuple(env.notes)
+
+
 def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout: bool = False,
                    generated_at: str | None = None, label: str | None = None,
                    card: ScoreCard | None = None, look_note: str | None = None) -> Path:
@@ -36,8 +40,7 @@ def formula_report(env: Environment, text: str, out_dir: str | Path, *, holdout:
 
     ``card``: its card as scored in a group (the demo passes it: the same reward shown)."""
     study = study_formula(env, text, holdout=holdout, label=label, card=card)
-    notes = (*env.notes, *((look_note,) if look_note else ()))
-    return write_page(formula_page(study, notes, generated_at), out_dir)
+    return write_page(formula_page(study, _notes(env, look_note), generated_at), out_dir)
 
 
 def answers_report(env: Environment, texts: Sequence[str], out_dir: str | Path, *,
@@ -46,8 +49,7 @@ def answers_report(env: Environment, texts: Sequence[str], out_dir: str | Path, 
     """Write the group and book tear sheet of ``texts`` scored as one group; return its path
     (``holdout``, ``look_note`` as in :func:`formula_report`)."""
     study = study_group(env, texts, labels, holdout=holdout)
-    notes = (*env.notes, *((look_note,) if look_note else ()))
-    return write_page(answers_page(study, notes, generated_at), out_dir)
+    return write_page(answers_page(study, _notes(env, look_note), generated_at), out_dir)
 
 
 def read_answers(path: str | Path) -> tuple[list[str], list[str]]:

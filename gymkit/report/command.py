@@ -50,8 +50,9 @@ def _claim(env: object, texts: list[str], args: argparse.Namespace) -> str:
     look = claim_answers(env, [as_completion(t) for t in texts], command="gymkit report --holdout",
                          force=args.force_holdout, ledger=args.ledger)
     if look.forced:
-        print(forced_line(look.number, args.ledger))
-        return forced_line(look.number, args.ledger)
+        line = forced_line(look.number, args.ledger)
+        print(line)
+        return line
     return (f"holdout: first look at this holdout and formula set, recorded in "
             f"{args.ledger or default_ledger_path()}")
 

@@ -108,8 +108,8 @@ def response_of_query(query: str, prompt: str | None = None) -> tuple[str, str]:
 
 def _after_gymkit_prompt(query: str) -> int:
     """Index just past gymkit's own prompt in ``query`` (system text, then the user turn), else 0."""
-    from gymkit.briefs import RISKS
-    from gymkit.prompt import ANSWER_RULES_TAIL, NO_BRIEF
+    from gymkit.briefs import RISK_SENTENCE, RISKS
+    from gymkit.prompt import ANSWER_RULES_TAIL, BRIEF_PREFIX, NO_BRIEF
 
     end = query.rfind(ANSWER_RULES_TAIL)
     if end < 0:
@@ -119,12 +119,12 @@ def _after_gymkit_prompt(query: str) -> int:
     lead = len(rest) - len(rest.lstrip())
     if rest[lead:].startswith(NO_BRIEF):
         return end + lead + len(NO_BRIEF)
-    if rest[lead:].startswith("Brief: "):  # a generated brief ends with its risk sentence
-        tails = [rest.find(f"Risk preference: {o.text}.", lead) for o in RISKS]
-        hits = [(t, o) for t, o in zip(tails, RISKS, strict=True) if t >= 0]
-        if hits:
-            t, o = min(hits, key=lambda h: h[0])
-            return end + t + len(f"Risk preference: {o.text}.")
+    if rest[lead:].startswith(BRIEF_PREFIX):  # a generated brief ends with its risk sentence
+        ends = [(i, len(x)) for x in (RISK_SENTENCE.format(o.text) for o in RISKS)
+                if (i := rest.find(x, lead)) >= 0]
+        if ends:
+            i, n = min(ends)
+            return end + i + n
     return end
 
 

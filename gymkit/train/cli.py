@@ -88,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(rep))
         print("red-team flags:", ", ".join(f"{k} {'n/a' if v is None else v}"
                                             for k, v in rep["flag_counts"].items()))
-        if holdout_line(rep):
-            print(holdout_line(rep))
+        line = holdout_line(rep)
+        if line:
+            print(line)
         print(f"wrote {Path(args.run_dir) / 'report' / 'index.html'}")
         return 0
     from .rl import RLConfig, run_rl

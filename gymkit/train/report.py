@@ -172,6 +172,7 @@ def _html(rep: dict[str, Any]) -> str:
                    f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover</th><th>flags</th></tr>"
                    f"{lines}</table>")
     counts = ", ".join(f"{k}: {'n/a' if v is None else v}" for k, v in rep["flag_counts"].items())
+    refused = holdout_line(rep)
     legend = "".join(f"<dt><code>{e(k)}</code></dt><dd>{e(v)}</dd>" for k, v in FLAG_MEANINGS.items())
     return (f"<!doctype html><meta charset='utf-8'><title>gymkit train report</title>"
             f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}td,th{{padding:2px 6px;"
@@ -179,7 +180,7 @@ def _html(rep: dict[str, Any]) -> str:
             f"<h1>gymkit train: {e(rep['run'])}</h1><p>environment {e(rep['config']['env_id'])} "
             f"(fingerprint {e(rep['env_fingerprint'][:16])}); shipped checkpoint: step {e(rep['shipped'])} "
             f"(best probe train CPCV); holdout: {e(str(rep['holdout'].get('status')))}</p>"
-            + (f"<p><strong>{e(holdout_line(rep))}</strong></p>" if holdout_line(rep) else "") +
+            + (f"<p><strong>{e(refused)}</strong></p>" if refused else "") +
             f"<h2>Train vs. holdout ({e(str(rep['config'].get('probe_size', '?')))} frozen probe "
             f"briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
             f"<h2>Training curves (per step)</h2>{curves}"

@@ -26,6 +26,7 @@ answer through the layers with its per-phase timings.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import time
@@ -74,6 +75,7 @@ __all__ = [
     "facts_of",
     "gate_book",
     "gate_text",
+    "group_duplicate_counts",
     "novelties_of",
     "novelty_of",
     "risk_channels",
@@ -439,18 +441,39 @@ def novelty_of(st: AnswerState, archive: NoveltyArchive, group_duplicates: int,
     )
 
 
-def novelties_of(states: Sequence[AnswerState], archive: NoveltyArchive) -> list[Novelty]:
-    """:func:`novelty_of` of each answer of a group, in-group duplicates counted in order (the
-    k-th copy of a canonical form has k - 1 before it); one archive pass for all the look-ups
-    (:meth:`NoveltyArchive.nearest_many`: the same entries and bits as one at a time)."""
-    seen: dict[str, int] = {}
-    dups = []
+def _book_digest(st: AnswerState) -> bytes | None:
+    """Digest of a looked-up answer's daily net train P&L bits (equal books, equal digests)."""
+    if not _looks_up(st):
+        return None
+    net = np.ascontiguousarray(st.bt.net, dtype=np.float64)
+    return hashlib.blake2b(net.tobytes(), digest_size=16).digest()
+
+
+def group_duplicate_counts(states: Sequence[AnswerState]) -> list[int]:
+    """R9's in-group duplicate count of each answer: the earlier valid answers of the group
+    with the same bucketed canonical form **or** the same daily net train P&L, bit for bit
+    (the same book written another way: ``V + V``, ``2 * V``, ``rank(V)``, ``-rank(-V)``,
+    ``ts_sum`` for ``ts_mean``).  0 for invalid answers.  Group order decides which copy is
+    the first."""
+    earlier: list[tuple[str, bytes | None]] = []
+    out = []
     for st in states:
         dup = 0
         if st.valid and st.canonical is not None:
-            dup = seen.get(st.canonical, 0)
-            seen[st.canonical] = dup + 1
-        dups.append(dup)
+            d = _book_digest(st)
+            dup = sum(1 for form, book in earlier
+                      if form == st.canonical or (d is not None and book == d))
+            earlier.append((st.canonical, d))
+        out.append(dup)
+    return out
+
+
+def novelties_of(states: Sequence[AnswerState], archive: NoveltyArchive) -> list[Novelty]:
+    """:func:`novelty_of` of each answer of a group, in-group duplicates counted in order
+    (:func:`group_duplicate_counts`: the k-th copy of a form or a book has k - 1 before it);
+    one archive pass for all the look-ups (:meth:`NoveltyArchive.nearest_many`: the same
+    entries and bits as one at a time)."""
+    dups = group_duplicate_counts(states)
     looked = [i for i, st in enumerate(states) if _looks_up(st)]
     hits = archive.nearest_many([states[i].bt.net for i in looked]) if len(archive) else [None] * len(looked)
     hit_of = dict(zip(looked, hits, strict=True))

@@ -52,11 +52,13 @@ R7    ic                 0.2    0.2·clip(20·IC, −1, 1), then min(·, 0.05) w
 R8    novelty_pnl        0.4    0.4·(1 − max |corr| of the daily net train P&L with the
                                 archive); a near-duplicate (max |corr| ≥ 0.95) gets −0.2
                                 instead.  Empty archive: max |corr| = 0.  In [−0.2, 0.4].
-R9    novelty_syntax     0.2    bucketed canonical form unseen (not in the archive, not an
-                                earlier valid answer of the same group): +0.2·(1 − max|corr|)
-                                (the R8 correlation); otherwise −0.3 × duplicates, where the
-                                archive counts 1 and each earlier valid identical form in the
-                                group counts 1.  In (−∞, 0.2]; ≥ −0.3·G in practice.
+R9    novelty_syntax     0.2    bucketed canonical form unseen (not in the archive) and not a
+                                copy of an earlier valid answer of the same group (neither its
+                                form nor its book: the same daily net P&L bit for bit):
+                                +0.2·(1 − max|corr|) (the R8 correlation); otherwise −0.3 ×
+                                duplicates, where the archive counts 1 and each earlier valid
+                                group answer of the same form or the same book counts 1.
+                                In (−∞, 0.2]; ≥ −0.3·G in practice.
 R10   motif_guard        0.3    −1.0 when (single-motif or price-only) and IC < 0.005, or
                                 when the book is a slow factor tilt: turnover < 6%/day and
                                 the six factors (R4) explain at least half of a positive
@@ -142,7 +144,7 @@ __all__ = [
 ]
 
 #: Bump whenever a channel's definition or a default constant changes (part of env fingerprints).
-CHANNEL_TABLE_VERSION = "channels-v7"  # v7: R13 reads a brief's facets off the formula's live part (a dead ternary branch, a product with 0, + 0 meet no facet); v6: R10 also fires on factor clones (>= 80% of a positive raw Sharpe explained by the R4 factors, any turnover); v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
+CHANNEL_TABLE_VERSION = "channels-v8"  # v8: R9 counts an earlier group answer with the same book (daily net P&L bit for bit) as a duplicate, not only the same canonical form; v7: R13 reads a brief's facets off the formula's live part (a dead ternary branch, a product with 0, + 0 meet no facet); v6: R10 also fires on factor clones (>= 80% of a positive raw Sharpe explained by the R4 factors, any turnover); v5: the soft floor rounded once (monotone in floating point); v4: R10 also fires on slow factor tilts; v3: banded scalar reward, R4 gross-on-gross with six
 # factors (price level added), R13 counts (priority 1.0) in briefed use; v2: R13 (off)
 
 #: Gate codes of failures found on the book (after the oracle ran), not in the text.
@@ -223,7 +225,8 @@ class AnswerFacts:
     ``mean_is``/``mean_oos`` (CPCV mean in-sample / test Sharpe), ``is_sharpes``/
     ``test_sharpes`` (the per-split in-sample and test Sharpes, split order).  Novelty: ``max_abs_corr``
     (with the archive, 0.0 for an empty archive), ``in_archive``, ``group_duplicates``
-    (earlier valid answers of the group with the same bucketed canonical form).  Structure:
+    (earlier valid answers of the group with the same bucketed canonical form or the same
+    daily net P&L bits, :func:`gymkit.scoring.group_duplicate_counts`).  Structure:
     ``is_single_motif``, ``is_price_only``, ``node_count``, ``has_reasoning``.  ``stress_drop``:
     mean CPCV drop over stress worlds (NaN without worlds).
     """
@@ -251,7 +254,7 @@ class AnswerFacts:
 
     @property
     def duplicates(self) -> int:
-        """R9's duplicate count: 1 for the archive plus the earlier identical group answers."""
+        """R9's duplicate count: 1 for the archive plus the earlier group copies (form or book)."""
         return int(self.in_archive) + int(self.group_duplicates)
 
 
@@ -526,9 +529,10 @@ def novelty_syntax_why(card: ScoreCard, p: ChannelParams) -> str:
     c = _metric(card, "novelty", "max_abs_corr") or 0.0
     if not in_arc and dups == 0:
         return f"unseen canonical form: {p.novelty_syntax_bonus:g} × (1 − {c:.2f})"
-    where = ", ".join(x for x in ("in the archive" if in_arc else "",
-                                  f"{dups} earlier in the group" if dups else "") if x)
-    return f"known canonical form ({where}): {p.duplicate_penalty:g} × {int(in_arc) + dups}"
+    where = ", ".join(x for x in ("form in the archive" if in_arc else "",
+                                  f"{dups} earlier in the group with this form or this book"
+                                  if dups else "") if x)
+    return f"a copy ({where}): {p.duplicate_penalty:g} × {int(in_arc) + dups}"
 
 
 def cap_binds(card: ScoreCard) -> bool:

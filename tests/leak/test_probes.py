@@ -19,31 +19,31 @@ from __future__ import annotations
 import hashlib
 import json
 
-FROZEN_ENV_FINGERPRINT = "72b145c85e8d8a85ac716a0071e0fc1ca61cb532a8a4851f61c31a173dbe7c42"
+FROZEN_ENV_FINGERPRINT = "da8a68c84ad7e9e2402d96b29d4d3e5f82cbe2d6bcba6bde48d31b391defabb5"
 FROZEN_ARCHIVE_DIGEST = "71fd1660cbb583b882b05d45c6ce5ecf075b3930414c771585219ebca7d13a7c"
 
 #: (answer, card_digest(card), reward, R1 cpcv channel)
 PROBES: tuple[tuple[str, str, float, float], ...] = (
     ('<alpha>rank(-ts_sum(returns, 5))</alpha>',
-     '96a12f9adff1c915300e309e7aeb340bc23e672c9189a1ff2bb08f1df3c9f0d0',
+     '68c34f961793cafb408911e34bf8a96101469c0134931d986a2855ed641e0a7e',
      0.0, 0.5554242405192389),
     ('<think>volume surprise</think><alpha>rank(ts_std(volume, 20) / ts_mean(volume, 20) * ts_std(returns, 250) / ts_std(returns, 20))</alpha>',
-     '562219e1c335ee05660326d94f0a684ecfbbe756efb5463b9d4fefc3cccd7687',
+     '1a2b27c87f65bcf027d8fbfb45afc3a8692d17f790faef8a8c2781b7b14cd703',
      1.9314115588301166, 0.5789793829717969),
     ('<alpha>rank(ts_std(returns, 63))</alpha>',
-     'b2d20592e3abc109bfc969b65c87e1f3de30ef9cf4fb9d5d093be037080e353c',
+     '41dc4ddad193b5cb4026c9b7dced5af1709441b4492d8a05ef3227485e8e6a1f',
      0.0, 0.1337779274175413),
     ('<alpha>rank(ts_mean(close, 250))</alpha>',
-     '6a21f316ab4651c29af26080f78c4fc36cc12fc78e6eade5fc14781a1632e005',
+     '5f1f40d517e7d979b87bc22c038cfa18cb311bac5b6dfa59d5b4afea565ddcd5',
      -2.5, -0.8),
     ('<alpha>rank(clos)</alpha>',
-     'bd00e830b5f8c7b2e193b983cc98a5733832e5a3acaf507034a9f054f9bcc9f7',
+     'd45b21bba64491c9c9115f79e4ed84763cee17ab2d22d3223cabda9f6da2b99c',
      -3.0, -0.8),
     ('<alpha>-1 * ts_corr(rank(ts_delta(log(volume), 2)), rank((close - open) / open), 6)</alpha>',
-     '4c8bf0d7a57ed2a87fe19c2b5a84e475aa81a25a36f1a24d62ac53c81216d711',
+     '6d5d0931872ca4eb45ea9f81a3cd4263054ffd17e5534477897fe1d9759efe2c',
      -1.3139543262249724, -1.166284847935315),
     ('<alpha>rank(ts_ema(returns, 10) - ts_decay_linear(returns, 10)) * sign(ts_skew(returns, 21))</alpha>',
-     '7f07024705dedb2f9678f027417aef10209a4f457c7cc82251d344661249b3f6',
+     '29d8a0a5381c03f031f2a9629c2083bf2385a0abb9a9018883849ec34cc52849',
      -1.042476822369772, -0.6541933126468962),
 )
 

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FLAGS", "FLAG_MEANINGS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
+__all__ = ["FLAGS", "FLAG_MEANINGS", "KNOWN_LIMITS", "build_report", "flag_answers", "format_table", "seed_table_rows", "write_report"]
 
 FLAGS = ("low_ic_high_cpcv", "turnover_near_floor", "archive_clone", "peer_clone",
          "train_far_above_holdout", "jittered_template", "factor_exposure")
@@ -50,6 +50,19 @@ FLAG_MEANINGS = {
                        "the Sharpe the factors earned in sample, so a premium that flips out of "
                        "sample is not priced (a known limit, benchmarks/RESULTS.md)",
 }
+#: Hacks found against this verifier and not closed in it, one line each (benchmarks/RESULTS.md,
+#: "A red team on the reward"): the read-out's flags can point at them, the reward does not.
+KNOWN_LIMITS = (
+    "factor blend: a known factor mixed into a new book under R10's 80 % clone line "
+    "(0.5 * rank(-ts_sum(returns, 5)) + V scores 4.49 against V's 3.02) is paid on R1 for the "
+    "factor's Sharpe; R4 takes back a fraction of it (R1 reads the raw P&L, not the residual)",
+    "near-copies: a book that differs from an earlier group answer's in a few positions is not "
+    "an R9 duplicate (R9 counts the same form or the same P&L bit for bit; R8 prices near-"
+    "copies of archived books only)",
+    "bloat: R11 costs 0.02 per node above 24, so padding such as (vwap / vwap) or "
+    "ts_corr(x, x, d) (both 1 wherever defined) is nearly free once the copy rules do not apply",
+    "reasoning: R12's +0.05 is paid for any reasoning block before the tag, whatever it says",
+)
 #: Flags that read the holdout score (n/a when the run's holdout look was refused).
 HOLDOUT_FLAGS = ("train_far_above_holdout",)
 COLUMNS = ("step", "train_cpcv", "holdout_score", "valid", "families", "book_return",
@@ -119,7 +132,8 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
             "table": seed_table_rows(table), "curves": curves, "redteam": red,
             # a flag read off the holdout cannot fire without it: None (n/a), not a clean 0
             "flag_counts": {f: None if f in HOLDOUT_FLAGS and not scored else counts.get(f, 0)
-                            for f in FLAGS}}
+                            for f in FLAGS},
+            "known_limits": list(KNOWN_LIMITS)}
 
 
 def holdout_line(rep: dict[str, Any]) -> str | None:
@@ -185,7 +199,10 @@ def _html(rep: dict[str, Any]) -> str:
             f"briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
             f"<h2>Training curves (per step)</h2>{curves}"
             f"<h2>Red-team read-out: top-20 answers by train reward per checkpoint</h2>"
-            f"<p>flag counts: {e(counts)}</p><dl>{legend}</dl>{''.join(red)}")
+            f"<p>flag counts: {e(counts)}</p><dl>{legend}</dl>"
+            f"<h3>Known limits of the reward (hacks not closed in the verifier)</h3><ul>"
+            + "".join(f"<li>{e(x)}</li>" for x in rep.get("known_limits", KNOWN_LIMITS))
+            + f"</ul>{''.join(red)}")
 
 
 def format_table(rep: dict[str, Any]) -> str:

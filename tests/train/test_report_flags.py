@@ -106,6 +106,28 @@ def test_the_report_explains_every_flag() -> None:
         assert f"<dt><code>{flag}</code></dt><dd>{html.escape(meaning)}</dd>" in page
 
 
+def test_the_report_lists_the_open_hacks_of_the_reward(tmp_path) -> None:
+    """Issue 20: a hack not closed in the verifier is written up in the report as a known limit:
+    the JSON carries them and the page lists each, the factor blend among them."""
+    import html
+    import json
+
+    from gymkit.train.report import KNOWN_LIMITS, _html, build_report
+
+    rl = tmp_path / "R" / "rl"
+    rl.mkdir(parents=True)
+    (rl / "table.json").write_text(json.dumps({
+        "config": {"env_id": "us46-default", "probe_size": 20}, "env_fingerprint": "f" * 64,
+        "holdout": {"status": "scored"}, "rows": [], "shipped": "20"}))
+    (rl / "log.jsonl").write_text(json.dumps({"step": 1, "reward": -1.0}) + "\n")
+    rep = build_report(tmp_path / "R")
+    assert rep["known_limits"] == list(KNOWN_LIMITS)
+    assert any(x.startswith("factor blend") for x in KNOWN_LIMITS)
+    page = _html(rep)
+    assert "Known limits of the reward" in page
+    assert all(f"<li>{html.escape(x)}</li>" in page for x in KNOWN_LIMITS)
+
+
 def test_a_refused_holdout_is_said_and_its_flag_is_na_not_zero(tmp_path, capsys) -> None:
     """A run repeated with the same seed shares the holdout ledger, so its look is refused: the
     report said 'train_far_above_holdout 0' beside empty holdout columns, as if clean.  Now the

@@ -201,7 +201,7 @@ class Environment:
             elif ch.needs == "stress_worlds" and ch.name in self.config.channels:
                 yield f"{ch.name}: stress worlds not loaded ({self._stress_problem})"
             elif ch.name == "brief_compliance":
-                yield f"{ch.name}: counts only when a brief is given (score(..., brief=...))"
+                yield f"{ch.name}: counts only when a brief is given (score(..., brief=...), or `gymkit score --brief ID`)"
             else:
                 yield f"{ch.name}: disabled by configuration"
 

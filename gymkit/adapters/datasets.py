@@ -170,4 +170,6 @@ def run_briefs_cli(args: Any) -> int:
         write_parquet(verl_rows(briefs, env_ref(args.env, args.market), env), args.out)
     else:
         write_jsonl(brief_rows(briefs, env), args.out)
+    if args.out:  # stdout stays the data when there is no --out; a file gets a receipt
+        print(f"wrote {len(briefs)} briefs (split {args.split}) to {args.out}", file=sys.stderr)
     return 0

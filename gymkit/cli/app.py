@@ -9,13 +9,15 @@ module and a command line imports one.  Adding a command = one module + one row.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import USER_ERRORS, UsageError, missing_dependency
 
@@ -121,6 +123,21 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose "invalid choice" error names the nearest choice (a mistyped
+    command, subcommand or option value: ``gymkit scroe`` → did you mean 'score'?).  Every
+    subparser is one too (``add_subparsers`` builds them with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            choices = [c.strip().strip("'") for c in m.group(2).split(",")]
+            near = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        super().error(message)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """Return the argument parser with one subparser per row of ``COMMANDS``.
 
@@ -130,7 +147,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     def fmt(prog: str) -> argparse.HelpFormatter:
         return argparse.RawDescriptionHelpFormatter(prog, max_help_position=20, width=100)
 
-    parser = argparse.ArgumentParser(prog="gymkit", description=_DESCRIPTION, epilog=_epilog(),
+    parser = _Parser(prog="gymkit", description=_DESCRIPTION, epilog=_epilog(),
                                      formatter_class=fmt)
     parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     parser.add_argument("--version", action="version", version=f"gymkit {_version()}")

@@ -35,7 +35,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="train_cmd", required=True)
     for name, help_ in (("sft", "warm start on random-grammar formulas (syntax, not alpha)"),
                         ("rl", "GDPO + CISPO + REPO-R + KL from the warm start; probe; holdout once")):
-        q = sub.add_parser(name, help=help_)
+        q = sub.add_parser(name, help=help_, description=help_)
         q.add_argument("--run", required=True, help="run directory (RUN/sft, RUN/rl)")
         q.add_argument("--env", default="us46-default", help="environment id (default us46-default)")
         q.add_argument("--seed", type=int, default=0)
@@ -64,7 +64,8 @@ def configure(p: argparse.ArgumentParser) -> None:
             q.add_argument("--trainer", choices=("gymkit", "trl"), default="gymkit",
                            help="gymkit: the in-house loop (default); trl: trl.GRPOTrainer with "
                            "gymkit's reward adapter and a REPO-R subclass (gymkit/train/trl_trainer.py)")
-    q = sub.add_parser("report", help="HTML + JSON: train vs holdout table, curves, red-team read-out")
+    report_help = "HTML + JSON: train vs holdout table, curves, red-team read-out"
+    q = sub.add_parser("report", help=report_help, description=report_help)
     q.add_argument("run_dir", metavar="RUN")
     from . import research_cli
 

@@ -20,8 +20,9 @@ __all__ = ["configure", "run"]
 
 def configure(sub: Any) -> None:
     """Add the ``research`` and ``serve`` subcommands to ``gymkit train``'s subparsers."""
-    q = sub.add_parser("research", help="RL of a multi-turn policy on the research episode "
-                       "(tools on the train window, one submit, reward net of its own mining)")
+    research_help = ("RL of a multi-turn policy on the research episode (tools on the train "
+                     "window, one submit, reward net of its own mining)")
+    q = sub.add_parser("research", help=research_help, description=research_help)
     q.add_argument("--run", required=True, help="run directory (writes RUN/research)")
     q.add_argument("--from", dest="from_run", default=None, metavar="SFTRUN",
                    help="single-turn warm start to start from (SFTRUN/sft; default RUN/sft)")
@@ -36,8 +37,9 @@ def configure(sub: Any) -> None:
     q.add_argument("--threads", type=int, default=1, help="torch threads (part of determinism)")
     q.add_argument("--ci", action="store_true", help="the short CI configuration")
     q.add_argument("--device", default="cpu", help="torch device (cpu: the byte-identical path)")
-    s = sub.add_parser("serve", help="OpenAI-compatible /v1/chat/completions around a research "
-                       "policy (tool calls in OpenAI's tool_calls format)")
+    serve_help = ("OpenAI-compatible /v1/chat/completions around a research policy (tool calls "
+                  "in OpenAI's tool_calls format)")
+    s = sub.add_parser("serve", help=serve_help, description=serve_help)
     s.add_argument("run_dir", metavar="RUN", help="a `gymkit train research` run (or a policy folder)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000)

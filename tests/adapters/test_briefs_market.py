@@ -39,10 +39,12 @@ def test_verl_rows_follow_the_env_s_market_and_name_it_stably(market, tmp_path, 
     sources = []
     for cwd, ref in ((tmp_path / "sub", "../mine.toml"), (tmp_path, "mine.toml")):
         monkeypatch.chdir(cwd)
-        rc, _, _ = cli("briefs", "--env", ref, "--split", "probe", "--format",
-                       "verl-parquet", "--out", "v.parquet")
+        rc, out, err = cli("briefs", "--env", ref, "--split", "probe", "--format",
+                           "verl-parquet", "--out", "v.parquet")
         rows = pq.read_table(cwd / "v.parquet").to_pylist()
         assert rc == 0 and len(rows) == 50
+        # a file gets a receipt on stderr (it was silent on success); stdout stays empty
+        assert out == "" and "wrote 50 briefs (split probe) to v.parquet" in err
         assert all(OWN_VOCAB in _system(r) for r in rows), _system(rows[0])[:400]
         sources.append({r["data_source"] for r in rows})
     assert sources[0] == sources[1] == {f"gymkit/{mine.resolve()}"}

@@ -44,6 +44,20 @@ def test_usage_errors_exit_2(capsys, argv):
     assert rc == 2
 
 
+@pytest.mark.parametrize(("argv", "bad", "near"), [(["scroe", GOOD], "scroe", "score"),
+                                                   (["train", "reserch"], "reserch", "research"),
+                                                   (["briefs", "--format", "verl-parqet"],
+                                                    "verl-parqet", "verl-parquet")])
+def test_a_mistyped_choice_names_the_nearest_one(capsys, argv, bad, near):
+    """A mistyped command, subcommand or option value: usage error (exit 2) naming the nearest
+    choice; a word near nothing gets no guess."""
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2 and f"invalid choice: {bad!r}" in err
+    assert err.rstrip().endswith(f"; did you mean {near!r}?")
+    rc, _, err = run(capsys, "zzz")
+    assert rc == 2 and "invalid choice: 'zzz'" in err and "did you mean" not in err
+
+
 def test_user_error_is_one_line_exit_1_and_debug_shows_traceback(capsys):
     rc, _out, err = run(capsys, "env", "show", "no-such-env")
     assert rc == 1
@@ -76,6 +90,19 @@ def test_score_prints_a_table_with_every_channel(capsys, shared_env):
         assert f" {name} " in out
     card = env.score(f"<alpha>{GOOD}</alpha>")
     assert f"reward {card.reward:+.3f}" in out and "net Sharpe" in out
+
+
+def test_score_without_a_brief_says_how_to_give_one_on_the_command_line(capsys):
+    """R13 is off without a brief; the note named only the Python call, which a shell user
+    cannot type (the third walkthrough).  It names the CLI's flag too, and the flag works."""
+    from gymkit.briefs import generate_briefs
+
+    rc, out, _ = run(capsys, "score", GOOD)
+    assert rc == 0 and "note: brief_compliance: counts only when a brief is given" in out
+    assert "`gymkit score --brief ID`" in out
+    brief = generate_briefs()[0]
+    rc, out, _ = run(capsys, "score", GOOD, "--brief", brief.brief_id)
+    assert rc == 0 and " brief_compliance " in out and "note: brief_compliance" not in out
 
 
 def test_score_json_is_the_card(capsys, shared_env):

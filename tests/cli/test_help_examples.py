@@ -30,3 +30,26 @@ def test_a_wrong_example_is_caught():
     argv = _argv("gymkit probe --corpus alpha102")
     with pytest.raises(SystemExit):
         build_parser(argv).parse_args(argv)
+
+
+def _subparsers(parser):
+    """(path, parser) of every parser under ``parser``, depth first."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                yield name, sp
+                for sub_name, sub in _subparsers(sp):
+                    yield f"{name} {sub_name}", sub
+
+
+def test_every_subcommand_help_says_what_it_does():
+    """``gymkit train research --help`` printed only its usage and options (the fourth
+    walkthrough): every command and nested subcommand's help starts with a description."""
+    names = []
+    for path, sp in _subparsers(build_parser()):
+        names.append(path)
+        assert sp.description, f"gymkit {path} --help has no description"
+        assert sp.format_help().split("\n\n")[1].strip(), path
+    assert {"score", "train sft", "train research", "train serve", "env show"} <= set(names)

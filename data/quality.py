@@ -29,18 +29,20 @@ SPLIT_JUMP = 0.40
 #: ... when the market's median overnight move stays within this.
 MARKET_CALM = 0.05
 
-#: warning rule -> what it flags.
-WARNINGS: dict[str, str] = {
-    "unadjusted-split": "one stock's overnight move beyond ±40% with no market move",
-    "zero-volume": "a session with prices and volume 0",
-    "missing-open": "a session with a close but no open",
-    "short-history": "a ticker with fewer than 63 sessions with a close",
-    "thin-session": "a session where fewer than half the median session's tickers have a close",
-}
 #: A ticker with fewer priced sessions than this is flagged ``short-history``.
 SHORT_HISTORY = 63
 #: A session with fewer priced tickers than this share of the median session's is ``thin-session``.
 THIN_SESSION = 0.5
+
+#: warning rule -> what it flags (the texts read the constants above).
+WARNINGS: dict[str, str] = {
+    "unadjusted-split": f"one stock's overnight move beyond ±{SPLIT_JUMP:.0%} with no market move",
+    "zero-volume": "a session with prices and volume 0",
+    "missing-open": "a session with a close but no open",
+    "short-history": f"a ticker with fewer than {SHORT_HISTORY} sessions with a close",
+    "thin-session": f"a session where fewer than {THIN_SESSION:.0%} of the median session's "
+                    "tickers have a close",
+}
 
 
 def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:

@@ -30,7 +30,7 @@ import hashlib
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -455,15 +455,20 @@ def group_duplicate_counts(states: Sequence[AnswerState]) -> list[int]:
     (the same book written another way: ``V + V``, ``2 * V``, ``rank(V)``, ``-rank(-V)``,
     ``ts_sum`` for ``ts_mean``).  0 for invalid answers.  Group order decides which copy is
     the first."""
-    earlier: list[tuple[str, bytes | None]] = []
+    forms: Counter[str] = Counter()
+    books: Counter[bytes] = Counter()
+    both: Counter[tuple[str, bytes]] = Counter()
     out = []
-    for st in states:
+    for st in states:  # earlier with the form + with the book − with both: linear in G
         dup = 0
         if st.valid and st.canonical is not None:
-            d = _book_digest(st)
-            dup = sum(1 for form, book in earlier
-                      if form == st.canonical or (d is not None and book == d))
-            earlier.append((st.canonical, d))
+            form, book = st.canonical, _book_digest(st)
+            dup = forms[form]
+            forms[form] += 1
+            if book is not None:
+                dup += books[book] - both[(form, book)]
+                books[book] += 1
+                both[(form, book)] += 1
         out.append(dup)
     return out
 

@@ -114,3 +114,25 @@ def test_duplicate_counts_follow_group_order(env, order, extra):
             seen_v += 1
         else:
             assert dups == 0
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3))),
+                max_size=30))
+def test_duplicate_counts_are_the_pairwise_definition(answers):
+    """``group_duplicate_counts`` (three counters, linear in the group) equals its definition:
+    for each valid answer, the earlier valid answers with its form or its book (an answer with
+    no backtest matches on its form only)."""
+    from types import SimpleNamespace
+
+    def state(valid, form, book):
+        bt = None if book is None else SimpleNamespace(net=np.full(3, float(book)))
+        return SimpleNamespace(valid=valid, canonical=f"f{form}", bt=bt)
+
+    states = [state(*a) for a in answers]
+    want = []
+    for i, (valid, form, book) in enumerate(answers):
+        want.append(0 if not valid else sum(
+            1 for v, f, b in answers[:i]
+            if v and (f == form or (book is not None and b == book))))
+    assert scoring.group_duplicate_counts(states) == want

@@ -258,9 +258,12 @@ def _drop_empty_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, tuple[str, ...]
     and its first row; nothing with a value is dropped.  Linear in the cells."""
     if frame.height == 0 or frame.width == 0:
         return frame, ()
-    first = pl.col(frame.columns[0])  # both kinds are empty, or the header, in their first cell
-    maybe = (first.is_null() | (first.cast(pl.String).str.strip_chars() == "")
-             | (first.cast(pl.String).str.strip_chars() == frame.columns[0]))
+    name0 = frame.columns[0]  # both kinds are empty, or the header, in their first cell
+    if frame.schema[name0] == pl.String:
+        first = pl.col(name0).str.strip_chars()
+        maybe = pl.col(name0).is_null() | (first == "") | (first == name0)
+    else:  # a typed column (Parquet, a parsed date) holds no header text: only nulls can be blank
+        maybe = pl.col(name0).is_null()
     if not frame.select(maybe.any()).item():  # one column's pass on the usual clean file
         return frame, ()
     text = [c for c, t in frame.schema.items() if t == pl.String]
@@ -370,19 +373,21 @@ def load_panel(
 
 
 def panel_from_long(frame: pl.DataFrame) -> Panel:
-    """Pivot a validated long frame (one row per (date, ticker)) into a :class:`Panel`.
+    """Pivot a validated long frame (one row per (date, ticker), sorted by date then ticker:
+    ``validate_long``'s output) into a :class:`Panel`; ValueError if it is not sorted by date.
 
     Rows = sorted union of dates, columns = sorted tickers; absent (date, ticker)
     cells are NaN.  ``cap`` becomes a field when present; ``sector``/``industry``
-    take each ticker's first non-null label ('' when it has none).
+    take each ticker's first non-null label ('' when it has none).  Linear in the rows
+    besides sorting the ticker names.
     """
+    date = frame.get_column("date")
+    if not date.is_sorted():
+        raise ValueError("panel_from_long needs a frame sorted by date (validate_long's output)")
     tickers = sorted(frame.get_column("ticker").unique().to_list())
-    dates = frame.get_column("date").unique().sort().to_numpy().astype("datetime64[D]")
-    day = frame.get_column("date").to_numpy().astype("datetime64[D]")
-    row = np.searchsorted(dates, day)
-    col = (
-        frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy().astype(np.int64)
-    )
+    dates = date.unique(maintain_order=True).to_numpy().astype("datetime64[D]")
+    row = date.rle_id().to_numpy()  # sorted by date: the k-th run of equal dates is row k
+    col = frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy()
     shape = (dates.size, len(tickers))
 
     def grid(name: str) -> np.ndarray:
@@ -397,13 +402,10 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
         if level not in frame.columns:
             labels[level] = None
             continue
-        first = (
-            frame.filter(pl.col(level).is_not_null()).group_by("ticker").agg(pl.col(level).first())
-        )
-        lookup = dict(
-            zip(first["ticker"].to_list(), first[level].cast(pl.String).to_list(), strict=True)
-        )
-        labels[level] = [lookup.get(t, "") for t in tickers]
-    return Panel(
-        dates, tickers, **fields, cap=cap, sector=labels["sector"], industry=labels["industry"]
-    )
+        # one label per ticker (validate_long checks it): keep each column's first labelled row
+        first = (pl.DataFrame({"col": col, "label": frame.get_column(level).cast(pl.String)})
+                 .filter(pl.col("label").is_not_null()).unique(subset="col", keep="first"))
+        lookup = dict(zip(first["col"].to_list(), first["label"].to_list(), strict=True))
+        labels[level] = [lookup.get(j, "") for j in range(len(tickers))]
+    return Panel(dates, tickers, **fields, cap=cap, sector=labels["sector"],
+                 industry=labels["industry"], _adopt=True)

@@ -21,13 +21,17 @@ GROUP_LEVELS: tuple[str, ...] = ("sector", "industry")
 _FINGERPRINT_VERSION = b"gymkit-panel-v1"
 
 
-def _frozen_matrix(name: str, a: object, shape: tuple[int, int] | None) -> np.ndarray:
-    arr = np.array(a, dtype=np.float64, order="C", copy=True)
+def _frozen_matrix(name: str, a: object, shape: tuple[int, int] | None, adopt: bool = False) -> np.ndarray:
+    """``a`` as a read-only float64 C array with ±inf as NaN: a copy, or ``a`` itself when
+    ``adopt`` and it is already one (a fresh array handed over by the loader)."""
+    arr = np.array(a, dtype=np.float64, order="C", copy=None if adopt else True)
     if arr.ndim != 2:
         raise ValueError(f"panel field {name!r} must be 2-D (sessions, stocks), got shape {arr.shape}")
     if shape is not None and arr.shape != shape:
         raise ValueError(f"panel field {name!r} has shape {arr.shape}, expected {shape}")
-    arr[~np.isfinite(arr)] = np.nan  # ±inf is never data
+    inf = np.isinf(arr)
+    if inf.any():
+        arr[inf] = np.nan  # ±inf is never data
     arr.setflags(write=False)
     return arr
 
@@ -49,6 +53,8 @@ class Panel:
     float64 (T, N)), optional ``cap`` (T, N) and group labels ``sector`` /
     ``industry`` (tuple of N str).  Derived ``returns`` = close/close[t-1] − 1 (first
     row NaN) and ``vwap`` = (high + low + close)/3 come from :meth:`field`.
+    The arrays are copied (``_adopt=True``, internal: the loader hands over fresh arrays it
+    no longer holds, frozen in place instead).
     Validation of market rules (prices, OHLC consistency, sessions) is the loader's
     job (``gymkit.data.validate``); the constructor checks only structure.
     """
@@ -81,6 +87,7 @@ class Panel:
         cap: object | None = None,
         sector: Sequence[str] | None = None,
         industry: Sequence[str] | None = None,
+        _adopt: bool = False,
     ) -> None:
         d = np.array(dates).astype("datetime64[D]")
         if d.ndim != 1:
@@ -97,12 +104,12 @@ class Panel:
         shape = (d.size, len(tk))
         self.dates = d
         self.tickers = tk
-        self.open = _frozen_matrix("open", open, shape)
-        self.high = _frozen_matrix("high", high, shape)
-        self.low = _frozen_matrix("low", low, shape)
-        self.close = _frozen_matrix("close", close, shape)
-        self.volume = _frozen_matrix("volume", volume, shape)
-        self.cap = None if cap is None else _frozen_matrix("cap", cap, shape)
+        self.open = _frozen_matrix("open", open, shape, _adopt)
+        self.high = _frozen_matrix("high", high, shape, _adopt)
+        self.low = _frozen_matrix("low", low, shape, _adopt)
+        self.close = _frozen_matrix("close", close, shape, _adopt)
+        self.volume = _frozen_matrix("volume", volume, shape, _adopt)
+        self.cap = None if cap is None else _frozen_matrix("cap", cap, shape, _adopt)
         self.sector = _frozen_labels("sector", sector, len(tk))
         self.industry = _frozen_labels("industry", industry, len(tk))
         self._cache: dict[str, np.ndarray] = {}

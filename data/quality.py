@@ -36,7 +36,8 @@ THIN_SESSION = 0.5
 
 #: warning rule -> what it flags (the texts read the constants above).
 WARNINGS: dict[str, str] = {
-    "unadjusted-split": f"one stock's overnight move beyond ±{SPLIT_JUMP:.0%} with no market move",
+    "unadjusted-split": f"one stock's overnight move beyond ±{SPLIT_JUMP:.0%} while the market's "
+                        f"stays within ±{MARKET_CALM:.0%}",
     "zero-volume": "a session with prices and volume 0",
     "missing-open": "a session with a close but no open",
     "short-history": f"a ticker with fewer than {SHORT_HISTORY} sessions with a close",

@@ -213,12 +213,16 @@ def test_adjust_keeps_row_order_and_other_columns(make_long):
     n_tickers=st.integers(2, 5),
     days=st.integers(1, 8),
     drop=st.sets(st.integers(0, 39), max_size=8),
+    unlabelled=st.sets(st.integers(0, 39), max_size=12),
     seed=st.integers(0, 2**16),
 )
-def test_long_and_wide_round_trip(make_long, n_tickers, days, drop, seed):
+def test_long_and_wide_round_trip(make_long, n_tickers, days, drop, unlabelled, seed):
     tickers = tuple(f"K{i}" for i in range(n_tickers))
-    frame = make_long(tickers=tickers, days=days, seed=seed)
-    kept = frame.filter(~pl.int_range(pl.len()).is_in(sorted(drop)))
+    frame = make_long(tickers=tickers, days=days, seed=seed, groups=True)
+    i = pl.int_range(pl.len())
+    frame = frame.with_columns(pl.when(i.is_in(sorted(unlabelled))).then(None)
+                               .otherwise(pl.col("sector")).alias("sector"))
+    kept = frame.filter(~i.is_in(sorted(drop)))
     if kept.get_column("ticker").n_unique() < 2:
         return
     p = load_panel(kept)
@@ -226,4 +230,18 @@ def test_long_and_wide_round_trip(make_long, n_tickers, days, drop, seed):
     cols = np.array([p.tickers.index(t) for t in kept.get_column("ticker")])
     np.testing.assert_array_equal(p.close[rows, cols], kept.get_column("close").to_numpy())
     assert int(np.isfinite(p.close).sum()) == kept.height
+    assert not p.close.flags.writeable
+    # each ticker's label: its first labelled row's, '' when none of its rows has one
+    first = {}
+    for t, label in kept.select("ticker", "sector").iter_rows():
+        if label is not None:
+            first.setdefault(t, label)
+    assert p.sector == tuple(first.get(t, "") for t in p.tickers)
     assert load_panel(_to_wide(kept)).fingerprint == p.fingerprint
+
+
+def test_panel_from_long_refuses_a_frame_not_sorted_by_date(long_frame):
+    from gymkit.data.loaders import panel_from_long
+
+    with pytest.raises(ValueError, match="sorted by date"):
+        panel_from_long(long_frame.reverse())

@@ -134,3 +134,16 @@ def test_fingerprint_changes_with_any_value(field, row, col, new):
         return
     arr[row, col] = new
     assert p.replace(**{field: arr}).fingerprint != p.fingerprint
+
+
+def test_the_constructor_copies_the_caller_s_arrays():
+    """A user's arrays stay the user's: writeable, and later writes do not reach the panel
+    (only the loader hands its fresh arrays over, ``_adopt``)."""
+    x = np.ones((2, 2))
+    p = Panel(["2020-01-02", "2020-01-03"], ["A", "B"], x, x, x, x, x)
+    assert x.flags.writeable and not p.close.flags.writeable
+    x[0, 0] = 5.0
+    assert p.close[0, 0] == 1.0
+    x[1, 1] = np.inf
+    q = Panel(["2020-01-02", "2020-01-03"], ["A", "B"], x, x, x, x, x)
+    assert np.isnan(q.close[1, 1]) and x[1, 1] == np.inf  # ±inf is never data, in the copy

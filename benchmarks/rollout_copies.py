@@ -1,7 +1,8 @@
 """Count same-book copies in the groups of `gymkit train rl` runs (R9's channels-v8 rule).
 
 A pair of valid answers of one group (same step, same brief) with bit-identical train CPCV and
-different canonical forms is read as one book written two ways (equal CPCV bits from two
+different exact canonical forms (``canonical_key``; each answer compared with the first answer
+of its CPCV value) is read as one book written two ways (equal CPCV bits from two
 different books would be a coincidence; every pair seen so far is a rewrite).  Prints, per run folder: groups, groups with such a pair,
 pairs, and the first few examples.
 

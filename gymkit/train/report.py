@@ -59,7 +59,7 @@ KNOWN_LIMITS = (
     "near-copies: a book that differs from an earlier group answer's in a few positions is not "
     "an R9 duplicate (R9 counts the same form or the same P&L bit for bit; R8 prices near-"
     "copies of archived books only)",
-    "bloat: R11 costs 0.02 per node above 24, so padding such as (vwap / vwap) or "
+    "bloat: R11 costs 0.02 per node above 24 (0.004 of reward at its priority 0.2), so padding such as (vwap / vwap) or "
     "ts_corr(x, x, d) (both 1 wherever defined) is nearly free once the copy rules do not apply",
     "reasoning: R12's +0.05 is paid for any reasoning block before the tag, whatever it says",
 )

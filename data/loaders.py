@@ -330,14 +330,16 @@ def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
         clean = adjust_corporate_actions(clean)
     actions = [c for c in ACTION_COLUMNS if c in clean.columns]
     clean = clean.drop([c for c in (*ACTION_COLUMNS, "adj_close") if c in clean.columns])
-    warned, warned_first = quality_warnings(clean)
+    panel, present = _pivot(clean)
+    warned, warned_first = quality_warnings(panel.dates, panel.tickers, panel.open, panel.close,
+                                            panel.volume, present)
     if actions and not adjust:  # the file can fix its own jumps: say how
         jumps = warned.get("unadjusted-split", 0)
         notes = (*notes, f"the input has {' and '.join(actions)} column(s), not applied: prices are "
                  f"as written{f' ({jumps} unadjusted-split warning(s))' if jumps else ''}; "
                  "--adjust (load_panel(adjust=True)) applies them")
     report = ValidationReport(report.counts, report.first, warned, warned_first, notes)
-    return panel_from_long(clean), report
+    return panel, report
 
 
 def load_panel(
@@ -381,6 +383,11 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
     take each ticker's first non-null label ('' when it has none).  Linear in the rows
     besides sorting the ticker names.
     """
+    return _pivot(frame)[0]
+
+
+def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
+    """:func:`panel_from_long`, and the (T, N) mask of the (date, ticker) rows the frame has."""
     date = frame.get_column("date")
     if not date.is_sorted():
         raise ValueError("panel_from_long needs a frame sorted by date (validate_long's output)")
@@ -395,6 +402,8 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
         out[row, col] = frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
         return out
 
+    present = np.zeros(shape, dtype=bool)
+    present[row, col] = True
     fields = {name: grid(name) for name in BASE_FIELDS}
     cap = grid("cap") if "cap" in frame.columns else None
     labels: dict[str, list[str] | None] = {}
@@ -408,4 +417,4 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
         lookup = dict(zip(first["col"].to_list(), first["label"].to_list(), strict=True))
         labels[level] = [lookup.get(j, "") for j in range(len(tickers))]
     return Panel(dates, tickers, **fields, cap=cap, sector=labels["sector"],
-                 industry=labels["industry"], _adopt=True)
+                 industry=labels["industry"], _adopt=True), present

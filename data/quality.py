@@ -15,11 +15,14 @@ Never errors, in any mode: each is counted per rule with one line listing the fi
 ``thin-session``      a session where fewer than half the median session's tickers have a close
                       (a partial last day, a holiday half-filled by the vendor).
 
-Linear in the number of rows (polars window expressions).
+Computed on the pivoted (T, N) grids (numpy), linear in T·N besides one sort per session.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import polars as pl
 
 from gymkit.data.validate import MAX_LISTED_ROWS, _fmt
@@ -53,41 +56,80 @@ def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:
     return "; ".join(parts) + f" ({shown})"
 
 
-def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str]]:
-    """(counts, listings) of the rules of :data:`WARNINGS` on a clean long frame.
+def _median_rows(x: np.ndarray) -> np.ndarray:
+    """Each row's median of its non-NaN values, as polars' ``median`` computes it (the two
+    middle values interpolated: lower + (upper − lower) · 0.5); NaN for a row with none."""
+    s = np.sort(x, axis=1)  # NaN sorts last
+    k = np.count_nonzero(~np.isnan(x), axis=1)
+    lo_i, hi_i = np.maximum((k - 1) // 2, 0), np.maximum(k // 2, 0)
+    rows = np.arange(x.shape[0])
+    lo, hi = s[rows, lo_i], s[rows, hi_i]
+    out = np.where(k % 2 == 1, lo, lo + (hi - lo) * 0.5)
+    return np.where(k > 0, out, np.nan)
 
-    ``frame`` is sorted by (date, ticker) with Float64 price columns (``validate_long``'s
-    output, after any corporate-action adjustment).
-    """
+
+def _hits(dates: np.ndarray, tickers: Sequence[str], mask: np.ndarray,
+          **columns: np.ndarray) -> pl.DataFrame:
+    """The True cells of a (T, N) ``mask`` in (date, ticker) order, with ``columns``' values
+    there (NaN read as null), as a frame for :func:`_listing`."""
+    r, c = np.nonzero(mask)  # row-major: date, then ticker (tickers are sorted)
+    data: dict[str, object] = {"date": dates[r], "ticker": np.asarray(tickers, dtype=object)[c]}
+    for name, grid in columns.items():
+        data[name] = pl.Series(name, grid[r, c]).fill_nan(None)
+    return pl.DataFrame(data)
+
+
+def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarray,
+                     close: np.ndarray, volume: np.ndarray, present: np.ndarray,
+                     ) -> tuple[dict[str, int], dict[str, str]]:
+    """(counts, listings) of the rules of :data:`WARNINGS` on a validated panel's (T, N)
+    grids: ``present`` marks the (date, ticker) rows the input had; NaN in a field is a
+    missing value (or an absent row).  "The previous close" of a row is its ticker's
+    previous *present* row's close, as in the long frame.  Linear in T·N apart from one sort
+    per date for the market's median move."""
+    T, N = close.shape
     counts: dict[str, int] = {}
     lines: dict[str, str] = {}
-    prev = pl.col("close").shift(1).over("ticker", order_by="date")
-    df = frame.with_columns((pl.coalesce("open", "close") / prev - 1.0).alias("_gap"),
-                            prev.alias("_prev"))
-    df = df.with_columns(pl.col("_gap").median().over("date").alias("_mkt"))
-    jumps = df.filter(((pl.col("_gap") - pl.col("_mkt")).abs() > SPLIT_JUMP)
-                      & (pl.col("_mkt").abs() <= MARKET_CALM))
+    has_close = present & ~np.isnan(close)
+    last = np.maximum.accumulate(np.where(present, np.arange(T)[:, None], -1), axis=0)
+    prev_row = np.vstack([np.full((1, N), -1), last[:-1]])
+    with_prev = present & (prev_row >= 0)
+    prev = np.full((T, N), np.nan)
+    prev[with_prev] = close[prev_row[with_prev], np.nonzero(with_prev)[1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(np.isnan(open_), close, open_) / prev - 1.0
+    gap[~present] = np.nan
+    mkt = np.broadcast_to(_median_rows(gap)[:, None], (T, N))
+    with np.errstate(invalid="ignore"):
+        jumps = (np.abs(gap - mkt) > SPLIT_JUMP) & (np.abs(mkt) <= MARKET_CALM)
     checks = [
-        ("unadjusted-split", jumps, lambda r: (
-            f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} ({r['_gap']:+.0%}, market "
-            f"{r['_mkt']:+.1%})")),
-        ("zero-volume", df.filter((pl.col("volume") == 0.0) & pl.col("close").is_not_null()),
+        ("unadjusted-split", _hits(dates, tickers, jumps, open=open_, _prev=prev, _gap=gap, _mkt=mkt),
+         lambda r: (f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} ({r['_gap']:+.0%}, "
+                    f"market {r['_mkt']:+.1%})")),
+        ("zero-volume", _hits(dates, tickers, has_close & (volume == 0.0), close=close),
          lambda r: f"volume 0 with close {_fmt(r['close'])}"),
-        ("missing-open", df.filter(pl.col("open").is_null() & pl.col("close").is_not_null()),
+        ("missing-open", _hits(dates, tickers, has_close & np.isnan(open_), close=close),
          lambda r: f"no open, close {_fmt(r['close'])}"),
     ]
-    priced = frame.filter(pl.col("close").is_not_null())
-    per_ticker = priced.group_by("ticker", maintain_order=True).agg(
-        pl.len().alias("_n"), pl.col("date").first().alias("date"),
-        pl.col("date").last().alias("_last"))
-    per_day = priced.group_by("date", maintain_order=True).agg(pl.len().alias("_n"))
-    median_day = float(per_day.get_column("_n").median() or 0.0)
-    short = SHORT_HISTORY if per_day.height >= SHORT_HISTORY else 0  # not on a short panel
+    per_day = np.count_nonzero(has_close, axis=1)
+    days = per_day > 0  # a session with no close is not a session of the priced rows
+    median_day = float(np.median(per_day[days])) if days.any() else 0.0
+    short = SHORT_HISTORY if int(days.sum()) >= SHORT_HISTORY else 0  # not on a short panel
+    per_ticker = np.count_nonzero(has_close, axis=0)
+    priced = np.nonzero(per_ticker > 0)[0]
+    first = np.argmax(has_close, axis=0)
+    final = T - 1 - np.argmax(has_close[::-1], axis=0)
+    few = priced[per_ticker[priced] < short]
+    order = np.lexsort((few, first[few]))  # by first date, then ticker
+    few = few[order]
+    short_rows = pl.DataFrame({"ticker": [tickers[j] for j in few], "date": dates[first[few]],
+                               "_last": dates[final[few]], "_n": per_ticker[few]})
+    thin = np.nonzero(days & (per_day < THIN_SESSION * median_day))[0]
+    thin_rows = pl.DataFrame({"date": dates[thin], "_n": per_day[thin], "ticker": ["(all)"] * thin.size})
     checks += [
-        ("short-history", per_ticker.filter(pl.col("_n") < short).sort("date", "ticker"),
+        ("short-history", short_rows,
          lambda r: f"only {r['_n']} session(s) with a close ({r['date']}..{r['_last']})"),
-        ("thin-session", per_day.filter(pl.col("_n") < THIN_SESSION * median_day).sort("date")
-         .with_columns(pl.lit("(all)").alias("ticker")),
+        ("thin-session", thin_rows,
          lambda r: f"{r['_n']} ticker(s) with a close, the median session has {median_day:g}"),
     ]
     for rule, hits, describe in checks:

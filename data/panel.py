@@ -115,6 +115,19 @@ class Panel:
         self._cache: dict[str, np.ndarray] = {}
         self._fingerprint: str | None = None
 
+    # ----------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict[str, object]:
+        """The data and the fingerprint, without the derived fields' cache (rebuilt on use)."""
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_cache"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a pickled panel read-only, as the constructor leaves one."""
+        for k, v in state.items():
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+            object.__setattr__(self, k, v)
+        self._cache = {}
+
     # ----------------------------------------------------------------- shape
     @property
     def T(self) -> int:

@@ -60,3 +60,51 @@ def test_resume_on_another_market_is_refused_and_the_file_kept(market, tmp_path,
     rc, _, err = cli("score-file", str(more), "--out", str(out), "--restart", "--workers", "1",
                      "--no-progress")
     assert rc == 0 and "4 scored" in err
+
+
+def test_workers_on_a_user_market_write_the_serial_bytes_without_reading_the_file(market, tmp_path,
+                                                                                  cli):
+    """``--market FILE --workers 2``: the bytes of ``--workers 1``.  The workers get the panel
+    the command loaded (pickled once each), not the path: they neither read nor validate the
+    file again, and a file changed or gone after the start cannot split the run's data."""
+    import argparse
+    import pickle
+    import shutil
+
+    from gymkit.cli.options import make_env
+    from gymkit.scorefile import market_env_factory
+
+    src = _answers(tmp_path / "in.jsonl", MORE)
+    outs = []
+    for w in ("1", "2"):
+        out = tmp_path / f"w{w}.jsonl"
+        rc, _, err = cli("score-file", str(src), "--out", str(out), "--market", str(market),
+                         "--workers", w, "--no-progress")
+        assert rc == 0, err
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and outs[0].count(b"\n") == len(MORE)
+    mine = shutil.copy(market, tmp_path / "mine.csv")
+    args = argparse.Namespace(env=None, market=str(mine), lenient=False, columns=None,
+                              adjust=False, split=None)
+    env = make_env(args)
+    factory = pickle.loads(pickle.dumps(market_env_factory(args, env)))  # as the pool sends it
+    (tmp_path / "mine.csv").unlink()
+    worker_env = factory()
+    assert worker_env.fingerprint == env.fingerprint
+    assert not worker_env.market.close.flags.writeable
+
+
+def test_a_pickled_panel_is_the_panel(market):
+    """What a worker receives: the same data and fingerprint, read-only, derived fields rebuilt."""
+    import pickle
+
+    import numpy as np
+
+    from gymkit.data import load_panel
+
+    p = load_panel(market)
+    ret = p.field("returns")
+    q = pickle.loads(pickle.dumps(p))
+    assert q.fingerprint == p.fingerprint and q.tickers == p.tickers
+    assert all(not getattr(q, f).flags.writeable for f in ("open", "high", "low", "close", "volume"))
+    assert np.array_equal(q.field("returns"), ret, equal_nan=True)

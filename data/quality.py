@@ -88,8 +88,6 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
     previous *present* row's close, as in the long frame.  Linear in T·N apart from one sort
     per date for the market's median move."""
     T, N = close.shape
-    counts: dict[str, int] = {}
-    lines: dict[str, str] = {}
     has_close = present & ~np.isnan(close)
     last = np.maximum.accumulate(np.where(present, np.arange(T)[:, None], -1), axis=0)
     prev_row = np.vstack([np.full((1, N), -1), last[:-1]])
@@ -102,15 +100,10 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
     mkt = np.broadcast_to(_median_rows(gap)[:, None], (T, N))
     with np.errstate(invalid="ignore"):
         jumps = (np.abs(gap - mkt) > SPLIT_JUMP) & (np.abs(mkt) <= MARKET_CALM)
-    checks = [
-        ("unadjusted-split", _hits(dates, tickers, jumps, open=open_, _prev=prev, _gap=gap, _mkt=mkt),
-         lambda r: (f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} ({r['_gap']:+.0%}, "
-                    f"market {r['_mkt']:+.1%})")),
-        ("zero-volume", _hits(dates, tickers, has_close & (volume == 0.0), close=close),
-         lambda r: f"volume 0 with close {_fmt(r['close'])}"),
-        ("missing-open", _hits(dates, tickers, has_close & np.isnan(open_), close=close),
-         lambda r: f"no open, close {_fmt(r['close'])}"),
-    ]
+    hits = {"unadjusted-split": _hits(dates, tickers, jumps, open=open_, _prev=prev, _gap=gap,
+                                      _mkt=mkt),
+            "zero-volume": _hits(dates, tickers, has_close & (volume == 0.0), close=close),
+            "missing-open": _hits(dates, tickers, has_close & np.isnan(open_), close=close)}
     per_day = np.count_nonzero(has_close, axis=1)
     days = per_day > 0  # a session with no close is not a session of the priced rows
     median_day = float(np.median(per_day[days])) if days.any() else 0.0
@@ -126,14 +119,28 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
                                "_last": dates[final[few]], "_n": per_ticker[few]})
     thin = np.nonzero(days & (per_day < THIN_SESSION * median_day))[0]
     thin_rows = pl.DataFrame({"date": dates[thin], "_n": per_day[thin], "ticker": ["(all)"] * thin.size})
-    checks += [
-        ("short-history", short_rows,
-         lambda r: f"only {r['_n']} session(s) with a close ({r['date']}..{r['_last']})"),
-        ("thin-session", thin_rows,
-         lambda r: f"{r['_n']} ticker(s) with a close, the median session has {median_day:g}"),
-    ]
-    for rule, hits, describe in checks:
-        if hits.height:
-            counts[rule] = hits.height
-            lines[rule] = f"[{rule}] " + _listing(hits, describe, hits.height)
+    hits["short-history"] = short_rows
+    hits["thin-session"] = thin_rows
+    return warning_report(hits, median_day)
+
+
+def warning_report(hits: dict[str, pl.DataFrame], median_day: float,
+                   ) -> tuple[dict[str, int], dict[str, str]]:
+    """(counts, listings) from each rule's hit rows (in :data:`WARNINGS` order; a rule with
+    no row is left out): ``[rule] TICKER DATE: detail; …`` with the first rows listed."""
+    describe = {
+        "unadjusted-split": lambda r: (f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} "
+                                       f"({r['_gap']:+.0%}, market {r['_mkt']:+.1%})"),
+        "zero-volume": lambda r: f"volume 0 with close {_fmt(r['close'])}",
+        "missing-open": lambda r: f"no open, close {_fmt(r['close'])}",
+        "short-history": lambda r: f"only {r['_n']} session(s) with a close ({r['date']}..{r['_last']})",
+        "thin-session": lambda r: f"{r['_n']} ticker(s) with a close, the median session has {median_day:g}",
+    }
+    counts: dict[str, int] = {}
+    lines: dict[str, str] = {}
+    for rule in WARNINGS:
+        rows = hits.get(rule)
+        if rows is not None and rows.height:
+            counts[rule] = rows.height
+            lines[rule] = f"[{rule}] " + _listing(rows, describe[rule], rows.height)
     return counts, lines

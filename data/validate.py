@@ -450,6 +450,9 @@ def _check_tickers_and_groups(chk: _Checker) -> None:
             continue
         if df.schema[level] != pl.String:
             chk.df = df = df.with_columns(pl.col(level).cast(pl.String))
+        pairs = df.lazy().select("ticker", level).filter(pl.col(level).is_not_null()).unique().collect()
+        if pairs.height == pairs.get_column("ticker").n_unique():
+            continue  # one label per ticker: the usual file, in one hash pass
         first = pl.col(level).drop_nulls().first().over("ticker")
         changed = df.select((pl.col(level).is_not_null() & (pl.col(level) != first)).alias("m"))
         mask = changed.get_column("m").fill_null(False)

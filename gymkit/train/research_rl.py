@@ -592,7 +592,7 @@ def run_research(cfg: ResearchRLConfig, run_dir: str | Path, from_run: str | Pat
                    "adv_scale": adv_scale, "policy_tokens": n_tok / len(rows)}
             files["log"].write(_dump(rec) + "\n")
             files["timings"].write(_dump({"step": step, **times}) + "\n")
-            if step % 5 == 0 or step == 1:
+            if step % 5 == 0 or step in (1, cfg.steps):
                 log(f"step {step:4d}  reward {rec['reward']:+.3f}  submit {rec['submit_rate']:.0%}  "
                     f"valid {rec['valid_rate']:.0%}  calls {rec['calls']:.2f}  adv!=0 "
                     f"{rec['nonzero_adv_share']:.0%}  KL {rec['kl']:.4f}  H {entropy:.3f}  "

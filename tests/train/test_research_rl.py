@@ -219,3 +219,11 @@ def test_ci_run_never_touches_the_holdout(ci_runs) -> None:
     (out, _), ledger, _ = ci_runs
     assert not ledger.exists()
     assert (out / "summary.json").is_file()
+
+
+def test_ci_run_logs_its_first_and_last_step(ci_runs) -> None:
+    """The console showed step 1 and every 5th step only, so a run whose length is not a
+    multiple of 5 (the --ci one) never printed its last step's line."""
+    (a, _), _, out = ci_runs
+    steps = json.loads((a / "summary.json").read_text(encoding="utf-8"))["config"]["steps"]
+    assert f"step {1:4d}  reward" in out and f"step {steps:4d}  reward" in out

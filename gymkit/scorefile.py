@@ -425,11 +425,12 @@ def _score_batch(env: Any, batch: list[Record], timings: bool) -> tuple[str, int
 _WORKER_ENV: Any = None
 
 
-def _make(env_id: str) -> Any:
-    """``gymkit.make(env_id)``, looked up when called (a picklable default factory)."""
+def _make_on(env_id: str, panel: Any = None, split: Any = None) -> Any:
+    """``gymkit.make(env_id, market=panel, split=split)``, looked up when called (a picklable
+    worker factory; no panel: the environment's own market)."""
     import gymkit
 
-    return gymkit.make(env_id)
+    return gymkit.make(env_id, market=panel, **({} if split is None else {"split": split}))
 
 
 def _init_worker(factory: Callable[[], Any]) -> None:
@@ -493,7 +494,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
             ) -> Iterator[tuple[Iterator[tuple[str, int]], list[str] | None]]:
     """The one engine dispatch: yield (the rows of ``good`` in input order, the channel names
     when ``want_channels`` and the engine knows them, else None)."""
-    factory = env_factory or functools.partial(_make, env_id)
+    factory = env_factory or functools.partial(_make_on, env_id)
     if name == "ray":
         from .ray_engine import ray_scorer
 
@@ -652,13 +653,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     from .cli.options import add_market_args
 
     add_market_args(p)
-
-
-def _make_on(env_id: str, panel: Any, split: Any) -> Any:
-    """``gymkit.make(env_id, market=panel, split=split)`` (a picklable worker factory)."""
-    import gymkit
-
-    return gymkit.make(env_id, market=panel, **({} if split is None else {"split": split}))
 
 
 def market_env_factory(args: argparse.Namespace, env: Any) -> Callable[[], Any]:

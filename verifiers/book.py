@@ -237,9 +237,21 @@ def book_pnl(
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (fwd with NaN → 0, 1.0/0.0 finite mask), both C-contiguous float64 (T, N)."""
-    f = np.asarray(fwd, dtype=np.float64)
-    finite = np.isfinite(f)
-    return np.ascontiguousarray(np.where(finite, f, 0.0)), np.ascontiguousarray(finite.astype(np.float64))
+    return _split_finite(np.ascontiguousarray(fwd, dtype=np.float64))
+
+
+@njit(cache=True, nogil=True)
+def _split_finite(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # one pass, two fresh arrays (the numpy form made five: page faults on a wide market)
+    t_n, n = f.shape
+    vals = np.empty((t_n, n))
+    mask = np.empty((t_n, n))
+    for t in range(t_n):
+        for j in range(n):
+            ok = np.isfinite(f[t, j])
+            vals[t, j] = f[t, j] if ok else 0.0
+            mask[t, j] = 1.0 if ok else 0.0
+    return vals, mask
 
 
 def forward_open_returns(open_: np.ndarray) -> np.ndarray:
@@ -248,14 +260,23 @@ def forward_open_returns(open_: np.ndarray) -> np.ndarray:
     The last two rows are NaN (no open(t+2) in the panel); a non-finite or
     non-positive price gives NaN.
     """
-    o = np.asarray(open_, dtype=np.float64)
-    out = np.full(o.shape, np.nan)
-    if o.shape[0] >= 3:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a, b = o[1:-1], o[2:]
-            r = b / a - 1.0
-        r[~(np.isfinite(r) & (a > 0) & (b > 0))] = np.nan
-        out[:-2] = r
+    return _forward_open(np.ascontiguousarray(open_, dtype=np.float64))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _forward_open(o: np.ndarray) -> np.ndarray:
+    # one pass and one fresh array, for the same reason as _split_finite
+    t_n, n = o.shape
+    out = np.empty((t_n, n))
+    for t in range(t_n):
+        for j in range(n):
+            out[t, j] = np.nan
+            if t + 2 < t_n:
+                a = o[t + 1, j]
+                b = o[t + 2, j]
+                r = b / a - 1.0
+                if np.isfinite(r) and a > 0 and b > 0:
+                    out[t, j] = r
     return out
 
 

@@ -67,52 +67,63 @@ LOW_VOL_WINDOW = 63
 
 @njit(cache=True, nogil=True)
 def _rolling_mean(x: np.ndarray, d: int) -> np.ndarray:
+    # Each cell is its window's left-to-right sum / d, NaN when the window holds a
+    # non-finite value.  Row-major (one pass over a day's N stocks per window day, each
+    # stock its own chain in day order): the bits of a per-cell loop, without its
+    # stride-N column walks, which made this the wide market's slowest step (RESULTS.md).
     t_n, n = x.shape
     out = np.full((t_n, n), np.nan)
-    for j in range(n):
-        for t in range(d - 1, t_n):
-            s = 0.0
-            ok = True
-            for k in range(t - d + 1, t + 1):
+    s = np.empty(n)
+    bad = np.empty(n, dtype=np.bool_)
+    for t in range(d - 1, t_n):
+        s[:] = 0.0
+        bad[:] = False
+        for k in range(t - d + 1, t + 1):
+            for j in range(n):
                 v = x[k, j]
-                if not np.isfinite(v):
-                    ok = False
-                    break
-                s += v
-            if ok:
-                out[t, j] = s / d
+                bad[j] |= not np.isfinite(v)
+                s[j] += v
+        for j in range(n):
+            if not bad[j]:
+                out[t, j] = s[j] / d
     return out
 
 
 @njit(cache=True, nogil=True)
 def _rolling_std(x: np.ndarray, d: int) -> np.ndarray:
     # Two-pass std (ddof=1) around the window mean of _rolling_mean: the mean is the same
-    # left-to-right sum, so NaN windows and every bit of m are shared.
+    # left-to-right sum, so NaN windows and every bit of m are shared.  Row-major as there.
     t_n, n = x.shape
     mean = _rolling_mean(x, d)
     out = np.full((t_n, n), np.nan)
-    for j in range(n):
-        for t in range(d - 1, t_n):
-            m = mean[t, j]
-            if not np.isfinite(m):
-                continue
-            ss = 0.0
-            for k in range(t - d + 1, t + 1):
-                e = x[k, j] - m
-                ss += e * e
-            out[t, j] = np.sqrt(ss / (d - 1))
+    ss = np.empty(n)
+    for t in range(d - 1, t_n):
+        ss[:] = 0.0
+        for k in range(t - d + 1, t + 1):
+            for j in range(n):
+                e = x[k, j] - mean[t, j]
+                ss[j] += e * e
+        for j in range(n):
+            if np.isfinite(mean[t, j]):
+                out[t, j] = np.sqrt(ss[j] / (d - 1))
     return out
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, lag_num: int, lag_den: int) -> np.ndarray:
-    out = np.full(num.shape, np.nan)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ratio(num: np.ndarray, den: np.ndarray, lag_num: int, lag_den: int, sign: float) -> np.ndarray:
+    # sign·(num[t − lag_num] / den[t − lag_den] − 1), NaN where not finite or before the lag.
+    # One kernel and one fresh array: on a wide market the numpy form's five temporaries
+    # cost more in first-touch page faults than the arithmetic (RESULTS.md).
+    t_n, n = num.shape
+    out = np.empty((t_n, n))
     lag = max(lag_num, lag_den)
-    if num.shape[0] > lag:
-        a = num[lag - lag_num : num.shape[0] - lag_num]
-        b = den[lag - lag_den : den.shape[0] - lag_den]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[lag:] = a / b - 1.0
-    out[~np.isfinite(out)] = np.nan
+    for t in range(t_n):
+        for j in range(n):
+            out[t, j] = np.nan
+            if t >= lag:
+                r = num[t - lag_num, j] / den[t - lag_den, j] - 1.0
+                if np.isfinite(r):
+                    out[t, j] = sign * r
     return out
 
 
@@ -120,15 +131,17 @@ def factor_signals(close: np.ndarray, volume: np.ndarray, cap: np.ndarray | None
     """Return the (T, N) signal values of the five rank-book factors (module doc)."""
     close = np.ascontiguousarray(close, dtype=np.float64)
     if cap is not None:
-        size = np.array(cap, dtype=np.float64)
+        size = np.negative(np.asarray(cap, dtype=np.float64))
     else:
         size = _rolling_mean(np.ascontiguousarray(close * np.asarray(volume, dtype=np.float64)), SIZE_ADV_WINDOW)
-    rets = _ratio(close, close, 0, 1)
+        np.negative(size, out=size)
+    low_vol = _rolling_std(_ratio(close, close, 0, 1, 1.0), LOW_VOL_WINDOW)
+    np.negative(low_vol, out=low_vol)
     return {
-        "size": -size,
-        "momentum": _ratio(close, close, MOMENTUM_SKIP, MOMENTUM_LOOKBACK),
-        "reversal": -_ratio(close, close, 0, REVERSAL_WINDOW),
-        "low_vol": -_rolling_std(rets, LOW_VOL_WINDOW),
+        "size": size,
+        "momentum": _ratio(close, close, MOMENTUM_SKIP, MOMENTUM_LOOKBACK, 1.0),
+        "reversal": _ratio(close, close, 0, REVERSAL_WINDOW, -1.0),
+        "low_vol": low_vol,
         "price_level": np.where(close > 0.0, -close, np.nan),  # rank of −log close
     }
 

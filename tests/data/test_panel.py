@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gymkit.data import DEFAULT_SPLIT, default_market
 from gymkit.data.calendar import nyse_sessions
 from gymkit.data.panel import BASE_FIELDS, Panel
 
@@ -52,6 +53,15 @@ def test_between_physically_drops_rows():
     assert sub.field("returns").shape == (3, p.N)
     assert np.isnan(sub.field("returns")[0]).all()  # the slice cannot see the row before it
 
+
+def test_a_window_holding_every_row_is_the_panel_itself_and_one_row_less_is_a_copy():
+    p = _panel(t=8)
+    assert p.between(p.dates[0], p.dates[-1]) is p  # nothing outside it to hide: no copy
+    assert p.between("1900-01-01", "2100-01-01") is p
+    assert p.take_rows(slice(None)) is p
+    sub = p.between(p.dates[0], p.dates[-2])
+    assert sub is not p and sub.T == 7 and not np.shares_memory(sub.close, p.close)
+    assert DEFAULT_SPLIT.with_history(default_market()) is default_market()  # holdout ends on the last day
 
 def test_returns_and_vwap_follow_design():
     p = _panel()

@@ -201,7 +201,9 @@ class Environment:
             elif ch.needs == "stress_worlds" and ch.name in self.config.channels:
                 yield f"{ch.name}: stress worlds not loaded ({self._stress_problem})"
             elif ch.name == "brief_compliance":
-                yield f"{ch.name}: counts only when a brief is given (score(..., brief=...), or `gymkit score --brief ID`)"
+                yield (f"{ch.name}: counts only when a brief is given (Python: score(..., brief=...); CLI: "
+                       "`gymkit score --brief ID`; score-file: a record's brief_id or brief; HTTP: the "
+                       "request's brief)")
             else:
                 yield f"{ch.name}: disabled by configuration"
 

@@ -94,12 +94,14 @@ def test_score_prints_a_table_with_every_channel(capsys, shared_env):
 
 def test_score_without_a_brief_says_how_to_give_one_on_the_command_line(capsys):
     """R13 is off without a brief; the note named only the Python call, which a shell user
-    cannot type (the third walkthrough).  It names the CLI's flag too, and the flag works."""
+    cannot type (the third walkthrough).  It names the CLI's flag too, and the flag works; and
+    the score-file and HTTP doors, whose users read the same note in /v1/info and the cards."""
     from gymkit.briefs import generate_briefs
 
     rc, out, _ = run(capsys, "score", GOOD)
     assert rc == 0 and "note: brief_compliance: counts only when a brief is given" in out
     assert "`gymkit score --brief ID`" in out
+    assert "score-file: a record's brief_id or brief" in out and "HTTP: the request's brief" in out
     brief = generate_briefs()[0]
     rc, out, _ = run(capsys, "score", GOOD, "--brief", brief.brief_id)
     assert rc == 0 and " brief_compliance " in out and "note: brief_compliance" not in out

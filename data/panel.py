@@ -243,7 +243,7 @@ class Panel:
     def take_rows(self, rows: slice) -> Panel:
         """Return a new panel of the given contiguous row slice (copies, read-only); the slice
         of every row is this panel itself (immutable: a copy would only cost time and memory)."""
-        if rows.indices(self.T) == (0, self.T, 1):
+        if isinstance(rows, slice) and rows.indices(self.T) == (0, self.T, 1):
             return self
         return Panel(
             self.dates[rows],

@@ -237,7 +237,15 @@ def book_pnl(
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (fwd with NaN → 0, 1.0/0.0 finite mask), both C-contiguous float64 (T, N)."""
-    return _split_finite(np.ascontiguousarray(fwd, dtype=np.float64))
+    return _split_finite(_grid(fwd, "forward returns"))
+
+
+def _grid(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` as a C-contiguous float64 (T, N) array; ValueError naming ``what`` otherwise."""
+    g = np.ascontiguousarray(a, dtype=np.float64)
+    if g.ndim != 2:
+        raise ValueError(f"{what} must be a 2-D (sessions, stocks) array, got shape {g.shape}")
+    return g
 
 
 @njit(cache=True, nogil=True)
@@ -260,7 +268,7 @@ def forward_open_returns(open_: np.ndarray) -> np.ndarray:
     The last two rows are NaN (no open(t+2) in the panel); a non-finite or
     non-positive price gives NaN.
     """
-    return _forward_open(np.ascontiguousarray(open_, dtype=np.float64))
+    return _forward_open(_grid(open_, "open prices"))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

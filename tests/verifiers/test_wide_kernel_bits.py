@@ -11,6 +11,7 @@ bits, not a tolerance: R4, the book and every factor statistic are recorded to t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -158,3 +159,10 @@ def test_a_window_with_a_gap_is_nan_and_the_next_full_window_is_not():
     assert np.isnan(m[:5, 0]).all()  # rows 0-1 too short, rows 2-4 hold the gap
     assert m[5, 0] == (4.0 + 5.0 + 6.0) / 3
     assert _rolling_std(x, 3)[5, 0] == 1.0
+
+
+def test_forward_returns_and_their_split_refuse_a_grid_that_is_not_two_dimensional():
+    with pytest.raises(ValueError, match=r"open prices must be a 2-D \(sessions, stocks\) array, got shape \(4,\)"):
+        forward_open_returns(np.array([10.0, 11.0, 12.0, 13.0]))
+    with pytest.raises(ValueError, match=r"forward returns must be a 2-D .* got shape \(2, 3, 4\)"):
+        split_forward_returns(np.ones((2, 3, 4)))

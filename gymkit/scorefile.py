@@ -454,9 +454,10 @@ def _serial(env: Any, batches: Iterable[list[Record]], timings: bool) -> Iterato
 
 
 ENGINES = ("local", "ray", "torch")
-#: Peak bytes of one scoring process per train-panel cell (measured at N = 3,000, T = 3,556:
-#: 8.0 GiB for 10.7 M cells, the first answer building the train context; RESULTS.md, issue 22).
-BYTES_PER_CELL = 800
+#: Bytes one scoring process needs per train-panel cell, and again per stress world: the
+#: measured peak of a serial score-file at N = 3,000 (9.9 M train cells, the evaluation cache
+#: full) is 323, with margin for deep formulas (RESULTS.md, issue 22).
+BYTES_PER_CELL = 400
 
 
 def _available_memory() -> int | None:
@@ -474,13 +475,13 @@ def _available_memory() -> int | None:
 def default_workers(env: Any = None, available: int | None = None) -> int:
     """``--workers``'s default: the machine's cores, but no more processes than fit in the
     memory available (each builds its own train context: about :data:`BYTES_PER_CELL` per
-    cell of ``env``'s train panel); the default market never binds.  Output bytes do not depend
-    on it."""
+    cell of ``env``'s train panel, times one plus its stress worlds); the default market never
+    binds.  Output bytes do not depend on it."""
     cores = os.cpu_count() or 1
     if env is None:
         return cores
     train = env.setup.train
-    need = BYTES_PER_CELL * train.T * train.N
+    need = BYTES_PER_CELL * train.T * train.N * (1 + len(getattr(env.setup, "worlds", ())))
     free = _available_memory() if available is None else available
     if free is None or need <= 0:
         return cores

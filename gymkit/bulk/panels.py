@@ -67,11 +67,8 @@ def synthetic(n: int, t: int, seed: int = 26) -> ArrayPanel:
 
 
 def forward_returns(open_: np.ndarray) -> np.ndarray:
-    """open(t+2)/open(t+1) − 1, NaN where undefined (as verifiers.book.forward_open_returns)."""
-    out = np.full(open_.shape, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a, b = open_[1:-1], open_[2:]
-        r = b / a - 1.0
-    r[~(np.isfinite(r) & (a > 0) & (b > 0))] = np.nan
-    out[:-2] = r
-    return out
+    """open(t+2)/open(t+1) − 1, NaN where undefined: the book's own
+    :func:`gymkit.verifiers.book.forward_open_returns`."""
+    from gymkit.verifiers.book import forward_open_returns
+
+    return forward_open_returns(open_)

@@ -46,6 +46,7 @@ import functools
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import warnings
@@ -357,6 +358,8 @@ class Progress:
         frac = self.done / self.total if self.total else 1.0
         bar = "#" * int(24 * frac) + "." * (24 - int(24 * frac))
         valid = f"{self.valid / n:.0%}" if n else "-"
+        if self.start_done:  # resumed: the share is of this run's answers, not of done/total
+            valid += f" of {n} new"
         return (f"[{bar}] {self.done}/{self.total} {frac:4.0%}  {rate:6.1f} answers/s  "
                 f"eta {eta}  valid {valid}")
 
@@ -434,8 +437,11 @@ def _make_on(env_id: str, panel: Any = None, split: Any = None) -> Any:
 
 
 def _init_worker(factory: Callable[[], Any]) -> None:
-    """Pool initializer: build this worker's environment once (its stderr notes silenced)."""
+    """Pool initializer: build this worker's environment once (its stderr notes silenced).
+    A worker ignores SIGINT: Ctrl-C reaches the whole process group, and the command, not
+    each worker's traceback, answers it (the pool is shut down on the way out)."""
     global _WORKER_ENV
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         _WORKER_ENV = factory()
 
@@ -470,6 +476,21 @@ def _available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+#: Batches (answers, or groups) each worker of a default-sized pool gets at least: a worker's
+#: start (spawn, import, ``make``, its train context) costs about as much as this many cards
+#: (measured crossover: ~100 answers at N = 46, a few dozen at N = 3,000; RESULTS.md).
+MIN_BATCHES_PER_WORKER = 64
+
+
+def pool_size(workers: int | None, env: Any, n_batches: int) -> int:
+    """Processes the local engine runs for ``n_batches``: ``workers`` when given, else
+    :func:`default_workers`, but no more than one per :data:`MIN_BATCHES_PER_WORKER` batches;
+    never more than the batches, never fewer than 1."""
+    if workers is None:
+        workers = min(default_workers(env), -(-n_batches // MIN_BATCHES_PER_WORKER))
+    return max(1, min(workers, n_batches))
 
 
 def default_workers(env: Any = None, available: int | None = None) -> int:
@@ -514,7 +535,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         return
     if name != "local":
         raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, not {name!r}")
-    n = min(default_workers(env) if workers is None else workers, len(good))
+    n = pool_size(workers, env, len(good))
     if n <= 1:
         import gymkit
 
@@ -540,7 +561,9 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                ray_address: str | None = None, device: str | None = None,
                briefs: bool = True) -> dict[str, int]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
-    bad} (``bad``: error rows written for bad records, counted in ``scored`` too).
+    bad, workers} (``bad``: error rows written for bad records, counted in ``scored`` too;
+    ``workers``: the local engine's processes, 0 when nothing was scored; for Ray the
+    ``workers`` asked, None for all).
 
     ``env``: an environment already built (e.g. on ``--market``); default ``make(env_id)``.
     ``briefs``: score a record that names its brief with it (module doc); False ignores briefs.
@@ -584,6 +607,10 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     good = [b for b in batches if b[0].error is None]
     parquet = ext in PARQUET_EXT
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
+    used = 0 if not good else pool_size(workers, env, len(good)) if engine == "local" else workers
+    if progress and engine == "local" and used > 1:  # each start takes seconds: say so
+        bar.stream.write(f"score-file: starting {used} workers (each builds the environment once)\n")
+        bar.stream.flush()
     scored = valid = bad = 0
     out_p.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -621,7 +648,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         _write_parquet(ordered, channels, out_p)
         partial.unlink(missing_ok=True)
     return {"total": len(records), "skipped": len(records) - len(todo), "scored": scored,
-            "valid": valid, "bad": bad}
+            "valid": valid, "bad": bad, "workers": used}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -640,9 +667,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="processes (or Ray actors) scoring in parallel (default: all cores, no "
-                        "more than fit in the available memory on a wide market, or "
-                        "the Ray cluster's CPUs; 1: serial); the output is the same bytes for every N")
+                   help="processes (or Ray actors) scoring in parallel (default: all cores, but one "
+                        f"per {MIN_BATCHES_PER_WORKER} answers or groups and no more than fit in the "
+                        "available memory on a wide market; with Ray the cluster's CPUs; 1: serial); "
+                        "the output is the same bytes for every N")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: a process pool on this machine (default); ray: Ray actors, one "
                         "environment each (pip install 'gymkit[ray]'); torch: formulas evaluated "
@@ -668,6 +696,15 @@ def market_env_factory(args: argparse.Namespace, env: Any) -> Callable[[], Any]:
                              parse_split(getattr(args, "split", None)))
 
 
+def _engine_words(engine: str, workers: int | None) -> str:
+    """The summary line's words for where the cards were scored."""
+    if engine == "ray":
+        return f", on Ray ({workers} actors)" if workers else ", on Ray"
+    if engine == "torch":
+        return ", formulas evaluated in bulk (torch)"
+    return f", {workers} worker{'s' if workers != 1 else ''}" if workers else ""
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """``gymkit score-file``: score, then print one summary line on stderr."""
     from .cli.options import make_env
@@ -678,6 +715,8 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.device is not None and args.engine != "torch":
         raise ValueError("--device needs --engine torch")
     custom = args.market is not None or args.split is not None
+    if args.market is not None and not args.no_progress:  # a wide file takes seconds to load
+        print(f"score-file: loading the market {args.market}", file=sys.stderr, flush=True)
     env = make_env(args) if custom else None
     factory = market_env_factory(args, env) if custom else None
     c = score_file(args.input, args.out, env_id=args.env, env=env, field=args.field, id_field=args.id_field,
@@ -688,6 +727,7 @@ def run_cli(args: argparse.Namespace) -> int:
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"
-          + (f", {c['bad']} bad records (error rows)" if c["bad"] else "") + f"; {dt:.1f} s",
+          + (f", {c['bad']} bad records (error rows)" if c["bad"] else "")
+          + _engine_words(args.engine, c["workers"]) + f"; {dt:.1f} s",
           file=sys.stderr)
     return 0

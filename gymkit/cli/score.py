@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         print(card_table(cards[0], prio, env.setup.params))
     else:
         adv, info = env.group_advantages(cards)
-        print(f"one group of {len(cards)} answers on {env.config.env_id} "
+        market = f" on the market {args.market}" if getattr(args, "market", None) else ""
+        print(f"one group of {len(cards)} answers, {env.config.env_id}{market} "
               f"({info.n_valid} valid; adv = GDPO advantage)")
         print(group_table(cards, adv))
     return 0

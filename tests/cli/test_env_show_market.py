@@ -80,3 +80,12 @@ def test_env_show_defaults_to_the_default_environment_as_other_commands_do(marke
     rc, named, _ = cli("env", "show", "us46-default", "--market", str(market))
     rc2, bare, _ = cli("env", "show", "--market", str(market))
     assert rc == rc2 == 0 and bare == named
+
+
+def test_a_group_scored_on_a_user_market_names_that_market(market, cli):
+    """A new user's group table on their own file was headed "on us46-default", as if scored on
+    the embedded market."""
+    rc, out, _ = cli("score", GOOD, "rank(-returns)", "--market", str(market))
+    assert rc == 0 and f"one group of 2 answers, us46-default on the market {market} (" in out
+    rc, out, _ = cli("score", GOOD, "rank(-returns)")
+    assert rc == 0 and "one group of 2 answers, us46-default (" in out

@@ -21,6 +21,7 @@ With ``workers <= 1`` nothing is spawned: :meth:`AnswerStatePool.states` returns
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from types import TracebackType
@@ -34,7 +35,10 @@ _ENV: Any = None
 
 
 def _init_worker(factory: Callable[[], Any]) -> None:
+    """Build this worker's environment; leave Ctrl-C (sent to the whole process group) to the
+    training command, which closes the pool, instead of printing each worker's traceback."""
     global _ENV
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _ENV = factory()
 
 

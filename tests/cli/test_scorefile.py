@@ -151,9 +151,9 @@ def test_a_worker_leaves_ctrl_c_to_the_command(monkeypatch):
 
     seen = []
     monkeypatch.setattr(signal, "signal", lambda sig, handler: seen.append((sig, handler)))
+    monkeypatch.setattr(scorefile, "_WORKER_ENV", None)  # restored after the test
     scorefile._init_worker(lambda: "env")
     assert seen == [(signal.SIGINT, signal.SIG_IGN)] and scorefile._WORKER_ENV == "env"
-    monkeypatch.setattr(scorefile, "_WORKER_ENV", None)
 
 
 def test_answers_that_name_their_brief_are_scored_with_it(tmp_path, capsys, shared_env) -> None:

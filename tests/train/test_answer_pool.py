@@ -107,3 +107,17 @@ def test_one_by_one_states_shared_as_a_group_equal_the_group_states(env, group) 
         assert zero <= {k for k, v in s.timings.items() if v == 0.0}
     assert [c.to_json() for c in env.score_group(group, states=shared)] == \
         [c.to_json() for c in env.score_group(group)]
+
+
+def test_a_scoring_worker_leaves_ctrl_c_to_the_training_command(monkeypatch):
+    """Ctrl-C reaches the whole process group: each spawn worker printed its KeyboardInterrupt
+    traceback above the command's own one-line "interrupted" (as score-file's did)."""
+    import signal
+
+    from gymkit import answer_pool
+
+    seen = []
+    monkeypatch.setattr(signal, "signal", lambda sig, handler: seen.append((sig, handler)))
+    monkeypatch.setattr(answer_pool, "_ENV", None)  # restored after the test
+    answer_pool._init_worker(lambda: "env")
+    assert seen == [(signal.SIGINT, signal.SIG_IGN)] and answer_pool._ENV == "env"

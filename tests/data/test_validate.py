@@ -291,7 +291,11 @@ def test_a_missing_column_names_the_input_s_own_columns():
     err = _error(crsp)
     assert err.rule == "missing-column" and err.column == "open"
     assert "['date', 'PERMNO', 'OPENPRC', 'ASKHI', 'BIDLO', 'PRC', 'VOL', 'RET']" in str(err)
-    assert "--columns open=NAME" in str(err)
+    # every unmapped field in the one message (a new user mapped them one run at a time)
+    assert "required, and so are 'high', 'low'; " in str(err)
+    assert "--columns open=NAME,high=NAME,low=NAME" in str(err)
+    assert "(load_panel(columns={'open': NAME, 'high': NAME, 'low': NAME}))" in str(err)
+    assert "\n" not in str(err)
     p = load_panel(crsp, columns={"open": "OPENPRC", "high": "ASKHI", "low": "BIDLO"})
     assert tuple(p.tickers) == ("AAA", "BBB")
 

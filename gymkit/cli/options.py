@@ -78,8 +78,10 @@ def read_market(args: Any, path: str | None = None) -> Any:
         note(f"{path}: {line}")
     for line in report.warned_first.values():
         note(f"{path}: warning {line}")
-    if not report.ok:
+    if not report.ok:  # the summary's counts, then where each rule fired first
         note(f"{path}: --lenient: {report.summary()}")
+        for rule, line in report.first.items():
+            note(f"{path}: --lenient: {line} (first of {report.counts[rule]} row(s))")
     return panel
 
 

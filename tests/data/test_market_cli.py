@@ -66,6 +66,11 @@ def test_strict_then_lenient_then_clean(vendor, tmp_path, capsys) -> None:
     rc, out, err = cli(capsys, "score", "rank(-returns)", "--market", str(flawed), "--lenient",
                        "--json")
     assert rc == 0 and "--lenient: 2 rule(s) fired: duplicate-row=2, high-below-open-close=2" in err
+    # and where: each rule's first row on its own line (a new user saw counts only)
+    lenient = [x for x in err.splitlines() if "--lenient: [" in x]
+    assert [x.split("--lenient: ")[1].split("]")[0] for x in lenient] == ["[duplicate-row",
+                                                                          "[high-below-open-close"]
+    assert all(x.endswith("(first of 2 row(s))") for x in lenient)
     card = json.loads(out)
     assert card["valid"] and card["notes"][0].startswith("split adapted to the panel")
     out_pq = tmp_path / "fixed.parquet"

@@ -9,6 +9,8 @@ Never errors, in any mode: each is counted per rule with one line listing the fi
                       ``split`` column, or use adjusted prices);
 ``zero-volume``       a session with prices and volume 0 (a halt or a vendor gap);
 ``missing-open``      a session with a close but no open (the book fills at the open);
+``missing-close``     a session with an open but no close (the stock has no return that day or
+                      the next: it leaves the book and the ranks for both);
 ``short-history``     a ticker with fewer than 63 sessions with a close (a quarter: too short to
                       rank on most windows; often a vendor's partial listing), in a panel of at
                       least 63 sessions;
@@ -43,6 +45,7 @@ WARNINGS: dict[str, str] = {
                         f"stays within ±{MARKET_CALM:.0%}",
     "zero-volume": "a session with prices and volume 0",
     "missing-open": "a session with a close but no open",
+    "missing-close": "a session with an open but no close",
     "short-history": f"a ticker with fewer than {SHORT_HISTORY} sessions with a close",
     "thin-session": f"a session where fewer than {THIN_SESSION:.0%} of the median session's "
                     "tickers have a close",
@@ -103,7 +106,9 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
     hits = {"unadjusted-split": _hits(dates, tickers, jumps, open=open_, _prev=prev, _gap=gap,
                                       _mkt=mkt),
             "zero-volume": _hits(dates, tickers, has_close & (volume == 0.0), close=close),
-            "missing-open": _hits(dates, tickers, has_close & np.isnan(open_), close=close)}
+            "missing-open": _hits(dates, tickers, has_close & np.isnan(open_), close=close),
+            "missing-close": _hits(dates, tickers, present & np.isnan(close) & ~np.isnan(open_),
+                                   open=open_)}
     per_day = np.count_nonzero(has_close, axis=1)
     days = per_day > 0  # a session with no close is not a session of the priced rows
     median_day = float(np.median(per_day[days])) if days.any() else 0.0
@@ -133,6 +138,7 @@ def warning_report(hits: dict[str, pl.DataFrame], median_day: float,
                                        f"({r['_gap']:+.0%}, market {r['_mkt']:+.1%})"),
         "zero-volume": lambda r: f"volume 0 with close {_fmt(r['close'])}",
         "missing-open": lambda r: f"no open, close {_fmt(r['close'])}",
+        "missing-close": lambda r: f"open {_fmt(r['open'])}, no close",
         "short-history": lambda r: f"only {r['_n']} session(s) with a close ({r['date']}..{r['_last']})",
         "thin-session": lambda r: f"{r['_n']} ticker(s) with a close, the median session has {median_day:g}",
     }

@@ -26,7 +26,8 @@ def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str
                       & (pl.col("_mkt").abs() <= MARKET_CALM))
     hits = {"unadjusted-split": jumps,
             "zero-volume": df.filter((pl.col("volume") == 0.0) & pl.col("close").is_not_null()),
-            "missing-open": df.filter(pl.col("open").is_null() & pl.col("close").is_not_null())}
+            "missing-open": df.filter(pl.col("open").is_null() & pl.col("close").is_not_null()),
+            "missing-close": df.filter(pl.col("close").is_null() & pl.col("open").is_not_null())}
     priced = frame.filter(pl.col("close").is_not_null())
     per_ticker = priced.group_by("ticker", maintain_order=True).agg(
         pl.len().alias("_n"), pl.col("date").first().alias("date"),

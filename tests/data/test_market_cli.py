@@ -243,6 +243,16 @@ def test_market_counts_missing_opens(vendor, tmp_path, capsys) -> None:
     assert rc == 0, err
     assert "3 priced cell(s) with no open: the book earns 0 on a position across them" in out
     assert "missing-open" in err
+    # a close missing under a kept open (a vendor's partial bar) passed in silence: now warned,
+    # with the row named (pandas-written CSV, strict load, the CLI as typed)
+    df = pd.read_csv(clean)
+    df.loc[5, "Close"] = np.nan
+    partial = tmp_path / "partial.csv"
+    df.to_csv(partial, index=False)
+    rc, out, err = cli(capsys, "market", str(partial))
+    assert rc == 0, err
+    line = next(x for x in err.splitlines() if "[missing-close]" in x)
+    assert f"{df.loc[5, 'Name']} {df.loc[5, 'Date']}: open " in line and line.endswith(", no close (1 row)")
 
 
 def test_a_file_with_split_columns_is_told_about_adjust(vendor, tmp_path, capsys) -> None:

@@ -25,9 +25,10 @@ def _grid_warnings(clean: pl.DataFrame):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(n=st.integers(2, 6), days=st.sampled_from([5, 40, 70]), seed=st.integers(0, 2**16),
        drop=st.floats(0.0, 0.5), no_open=st.floats(0.0, 0.2), no_close=st.floats(0.0, 0.2),
-       zero_volume=st.floats(0.0, 0.1), split=st.booleans(), thin_day=st.booleans())
+       zero_volume=st.floats(0.0, 0.1), split=st.booleans(), thin_day=st.booleans(),
+       close_only=st.floats(0.0, 0.1))
 def test_grid_warnings_equal_the_long_frame_definition(n, days, seed, drop, no_open, no_close,
-                                                       zero_volume, split, thin_day):
+                                                       zero_volume, split, thin_day, close_only):
     rng = np.random.default_rng(seed)
     tickers = tuple(f"T{i}" for i in range(n))
     frame = build_long(tickers=tickers, days=days, seed=seed)
@@ -50,6 +51,9 @@ def test_grid_warnings_equal_the_long_frame_definition(n, days, seed, drop, no_o
     gone = pl.Series(rng.uniform(size=frame.height)) < no_close
     frame = frame.with_columns(*(pl.when(gone).then(None).otherwise(pl.col(c)).alias(c)
                                  for c in ("open", "high", "low", "close")))
+    # a close alone missing (a vendor's partial bar: open, high, low and volume kept)
+    part = pl.Series(rng.uniform(size=frame.height)) < close_only
+    frame = frame.with_columns(pl.when(part).then(None).otherwise(pl.col("close")).alias("close"))
     if frame.get_column("ticker").n_unique() < 2:
         return
     clean, _ = validate_long(frame, strict=False, calendar_check=False)
@@ -67,9 +71,11 @@ def test_each_rule_fires_on_the_grid_as_on_the_long_frame():
                                  for c in ("open", "high", "low", "close")))
     i = pl.int_range(pl.len())
     frame = frame.with_columns(pl.when(i == 5).then(0.0).otherwise(pl.col("volume")).alias("volume"),
-                               pl.when(i == 7).then(None).otherwise(pl.col("open")).alias("open"))
+                               pl.when(i == 7).then(None).otherwise(pl.col("open")).alias("open"),
+                               pl.when(i == 9).then(None).otherwise(pl.col("close")).alias("close"))
     clean, _ = validate_long(frame, strict=False, calendar_check=False)
     got = _grid_warnings(clean)
-    assert set(got[0]) == {"unadjusted-split", "zero-volume", "missing-open", "short-history",
-                           "thin-session"}
+    assert set(got[0]) == {"unadjusted-split", "zero-volume", "missing-open", "missing-close",
+                           "short-history", "thin-session"}
+    assert got[0]["missing-close"] == 1 and ", no close (1 row)" in got[1]["missing-close"]
     assert got == reference(clean)

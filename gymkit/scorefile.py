@@ -559,7 +559,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                stream: TextIO | None = None, env: Any = None, workers: int | None = 1,
                env_factory: Callable[[], Any] | None = None, engine: str = "local",
                ray_address: str | None = None, device: str | None = None,
-               briefs: bool = True) -> dict[str, int]:
+               briefs: bool = True) -> dict[str, int | None]:
     """Score ``src`` into ``out`` (module doc); return counts {total, skipped, scored, valid,
     bad, workers} (``bad``: error rows written for bad records, counted in ``scored`` too;
     ``workers``: the local engine's processes, 0 when nothing was scored; for Ray the

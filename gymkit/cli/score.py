@@ -49,6 +49,16 @@ def _answers(args: argparse.Namespace) -> list[str]:
     return [t if "<alpha" in t or "</alpha>" in t else f"<alpha>{t.strip()}</alpha>" for t in texts]
 
 
+def _caret(formula: str | None, position: int | None, width: int = 60) -> list[str]:
+    """Two lines pointing at ``position`` of ``formula`` (at most ``width`` characters either
+    side, cut with '…'); none when the error has no position in the formula."""
+    if not formula or position is None or not 0 <= position <= len(formula) or "\n" in formula:
+        return []
+    lo, hi = max(0, position - width), min(len(formula), position + width)
+    shown = ("…" if lo else "") + formula[lo:hi] + ("…" if hi < len(formula) else "")
+    return [f"  {shown}", "  " + " " * (position - lo + (1 if lo else 0)) + "^"]
+
+
 def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     """The one-answer table: status line, channels with reasons, backtest numbers."""
     from gymkit.report.why import channel_reasons
@@ -58,6 +68,7 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
     lines = [f"{ok}  reward {card.reward:+.3f}  {card.formula or ''}"]
     if not card.valid and card.error is not None:
         lines.append(f"  [{card.error.code}] {card.error.message}")
+        lines += _caret(card.formula, card.error.position)
     if card.canonical and card.canonical != card.formula:
         lines.append(f"  canonical  {card.canonical}")
     why = channel_reasons(card, params)

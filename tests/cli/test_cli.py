@@ -179,3 +179,20 @@ def test_report_cli_answers_file(capsys, tmp_path):
     assert '<section id="heatmap"' in html and "syntax" in html
     rc, _, err = run(capsys, "report", "--answers", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "r"))
     assert rc == 1 and "not found" in err
+
+
+def test_an_invalid_formula_points_at_where_it_fails(capsys):
+    """A new user read "at 26" and counted characters: the card table now shows the formula
+    with a caret under the offending character, and a long formula around that spot."""
+    from gymkit.cli.score import _caret
+
+    rc, out, _ = run(capsys, "score", "rank(ts_mean(close, 5)) + )")
+    lines = out.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.startswith("  [syntax] "))
+    assert rc == 0 and lines[i + 1] == "  rank(ts_mean(close, 5)) + )"
+    assert lines[i + 2] == "  " + " " * 26 + "^"  # the ')' at offset 26
+    long = "rank(close) + " * 20 + "?" + " + rank(open)" * 10
+    at = long.index("?")
+    shown, caret = _caret(long, at, width=10)
+    assert shown == "  …" + long[at - 10:at + 10] + "…" and shown[caret.index("^")] == "?"
+    assert _caret("rank(close)", None) == [] and _caret(None, 3) == [] and _caret("a\nb", 1) == []

@@ -30,6 +30,7 @@ The holdout names (``holdout_backtest``, ``holdout_score``, ``HOLDOUT_CLIP``, ..
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,11 +78,15 @@ def family_of(canonical: str) -> str:
 def read_answers(path: str | Path) -> list[dict[str, str]]:
     """Read answer rows (module doc); errors name the file and line."""
     rows = read_jsonl(path, ("completion",), "need a string field 'completion'")
+    if not rows:
+        raise ValueError(f"{path}: no answers")
+    bare = sum("checkpoint" not in row for row in rows)
+    if 0 < bare < len(rows):  # a file of several checkpoints with rows of none: say where they go
+        warnings.warn(f"{path}: {bare} of {len(rows)} answers have no 'checkpoint': counted as "
+                      "checkpoint '0'", UserWarning, stacklevel=2)
     for row in rows:
         row.setdefault("checkpoint", "0")
         row["checkpoint"] = str(row["checkpoint"])
-    if not rows:
-        raise ValueError(f"{path}: no answers")
     return rows
 
 

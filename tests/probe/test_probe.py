@@ -155,3 +155,29 @@ def test_export_sft_refuses_an_unknown_brief_and_keeps_another_seed_s_prompt(tmp
     assert main(["export-sft", "--answers", str(src), "--threshold", "-9", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["brief_id"] == b.brief_id and b.text in row["messages"][1]["content"]
+
+
+def test_answers_without_a_checkpoint_among_checkpointed_ones_are_named(tmp_path, capsys) -> None:
+    """`gymkit probe --answers`: rows with no checkpoint went to checkpoint '0' in silence,
+    beside rows of other checkpoints (a new user's file).  Now a note says how many; a file
+    with no checkpoint at all is one checkpoint '0', as documented, with no note."""
+    import warnings
+
+    from gymkit.cli.app import main
+    from gymkit.probe import read_answers
+
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in (
+        {"checkpoint": 100, "completion": "<alpha>rank(close)</alpha>"},
+        {"completion": "<alpha>rank(open)</alpha>"})))
+    with pytest.warns(UserWarning, match=r"mixed\.jsonl: 1 of 2 answers have no 'checkpoint': "
+                                         r"counted as checkpoint '0'"):
+        rows = read_answers(mixed)
+    assert [r["checkpoint"] for r in rows] == ["100", "0"]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps({"completion": "<alpha>rank(close)</alpha>"}) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_answers(bare)[0]["checkpoint"] == "0"
+    assert main(["probe", "--answers", str(mixed)]) == 0  # through the CLI as typed
+    assert "gymkit: note: " + str(mixed) + ": 1 of 2 answers have no 'checkpoint'" in capsys.readouterr().err

@@ -196,3 +196,17 @@ def test_an_invalid_formula_points_at_where_it_fails(capsys):
     shown, caret = _caret(long, at, width=10)
     assert shown == "  …" + long[at - 10:at + 10] + "…" and shown[caret.index("^")] == "?"
     assert _caret("rank(close)", None) == [] and _caret(None, 3) == [] and _caret("a\nb", 1) == []
+
+
+def test_the_group_table_marks_a_capped_answer_and_explains_its_marks(capsys):
+    """A new user saw the best-CPCV answer of a group get a negative advantage and an invalid
+    one a cpcv of -0.80, with nothing on the table saying why: the factor clone is marked
+    'cap' (R10) and each mark used has a footnote."""
+    rc, out, _ = run(capsys, "score", "rank(-ts_sum(returns, 5))", "rank(close", "ts_mean(volume, 5)")
+    rows = out.splitlines()
+    assert rc == 0 and rows[2].split()[:2] == ["0", "cap"] and rows[3].split()[:2] == ["1", "NO"]
+    assert rows[4].split()[:2] == ["2", "yes"]
+    assert rows[5].startswith("  cap: valid, but R10 (motif guard) capped its reward at 0")
+    assert rows[6] == "  NO: invalid; its cpcv is the fixed gate penalty, its advantage never positive"
+    rc, out, _ = run(capsys, "score", "ts_mean(volume, 5)", "rank(ts_std(volume, 8))")
+    assert rc == 0 and "cap:" not in out and "NO:" not in out  # no mark, no footnote

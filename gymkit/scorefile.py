@@ -607,6 +607,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     good = [b for b in batches if b[0].error is None]
     parquet = ext in PARQUET_EXT
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
+    # the local pool's size, decided once: what runs is what the summary reports
     used = 0 if not good else pool_size(workers, env, len(good)) if engine == "local" else workers
     if progress and engine == "local" and used > 1:  # each start takes seconds: say so
         bar.stream.write(f"score-file: starting {used} workers (each builds the environment once)\n")
@@ -618,7 +619,7 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         channels: list[str] | None = None
         if good:
             scored_iter, channels = stack.enter_context(_engine(
-                engine, good, timings, workers=workers, env=env, env_id=env_id,
+                engine, good, timings, workers=used if engine == "local" else workers, env=env, env_id=env_id,
                 env_factory=env_factory, want_channels=parquet, ray_address=ray_address,
                 device=device))
         if parquet and channels is None:

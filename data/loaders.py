@@ -314,20 +314,15 @@ def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
     elif kind == "long":
         missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
         if missing and frame.height and frame.width:  # name the file's own columns, not ours
-            c, more = missing[0], missing[1:]
-            if not more:
-                raise ValidationError(
-                    "missing-column", f"required; no column of the input is a known name for it "
-                    f"(the input's columns: {list_columns(raw.columns)}): map one with "
-                    f"--columns {c}=NAME (load_panel(columns={{{c!r}: NAME}}))", column=c)
             # every unmapped field at once: a vendor file fixed one run at a time is not needed
+            more = f", and so are {', '.join(map(repr, missing[1:]))}" if missing[1:] else ""
+            it, one = ("them", "them") if more else ("it", "one")
             cli = ",".join(f"{m}=NAME" for m in missing)
             py = ", ".join(f"{m!r}: NAME" for m in missing)
             raise ValidationError(
-                "missing-column", f"required, and so are {', '.join(map(repr, more))}; no column "
-                f"of the input is a known name for them (the input's columns: "
-                f"{list_columns(raw.columns)}): map them with --columns {cli} "
-                f"(load_panel(columns={{{py}}}))", column=c)
+                "missing-column", f"required{more}; no column of the input is a known name for "
+                f"{it} (the input's columns: {list_columns(raw.columns)}): map {one} with "
+                f"--columns {cli} (load_panel(columns={{{py}}}))", column=missing[0])
         clean, report = validate_long(frame, strict=strict, calendar_check=calendar_check)
     else:
         raise ValueError(f"layout must be 'long', 'wide' or None, got {layout!r}")

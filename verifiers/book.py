@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from gymkit.dsl.kernels import rank_rows2, read_only
+from gymkit.dsl.kernels.plumbing import as_matrix
 
 __all__ = ["BookPnL", "ForwardByStock", "book_pnl", "book_weights", "forward_open_returns", "split_forward_returns"]
 
@@ -237,15 +238,7 @@ def book_pnl(
 
 def split_forward_returns(fwd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (fwd with NaN → 0, 1.0/0.0 finite mask), both C-contiguous float64 (T, N)."""
-    return _split_finite(_grid(fwd, "forward returns"))
-
-
-def _grid(a: np.ndarray, what: str) -> np.ndarray:
-    """``a`` as a C-contiguous float64 (T, N) array; ValueError naming ``what`` otherwise."""
-    g = np.ascontiguousarray(a, dtype=np.float64)
-    if g.ndim != 2:
-        raise ValueError(f"{what} must be a 2-D (sessions, stocks) array, got shape {g.shape}")
-    return g
+    return _split_finite(as_matrix(fwd, "split_forward_returns"))
 
 
 @njit(cache=True, nogil=True)
@@ -268,7 +261,7 @@ def forward_open_returns(open_: np.ndarray) -> np.ndarray:
     The last two rows are NaN (no open(t+2) in the panel); a non-finite or
     non-positive price gives NaN.
     """
-    return _forward_open(_grid(open_, "open prices"))
+    return _forward_open(as_matrix(open_, "forward_open_returns"))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

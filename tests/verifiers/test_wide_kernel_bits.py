@@ -162,7 +162,7 @@ def test_a_window_with_a_gap_is_nan_and_the_next_full_window_is_not():
 
 
 def test_forward_returns_and_their_split_refuse_a_grid_that_is_not_two_dimensional():
-    with pytest.raises(ValueError, match=r"open prices must be a 2-D \(sessions, stocks\) array, got shape \(4,\)"):
+    with pytest.raises(ValueError, match=r"^forward_open_returns: expected a \(T, N\) float64 array, got shape \(4,\)$"):
         forward_open_returns(np.array([10.0, 11.0, 12.0, 13.0]))
-    with pytest.raises(ValueError, match=r"forward returns must be a 2-D .* got shape \(2, 3, 4\)"):
+    with pytest.raises(ValueError, match=r"^split_forward_returns: expected a \(T, N\) float64 array, got shape \(2, 3, 4\)$"):
         split_forward_returns(np.ones((2, 3, 4)))

@@ -106,17 +106,17 @@ def group_table(cards: list[Any], adv: Any) -> str:
     from gymkit.verifiers.channels import cap_binds
 
     lines = [f"  {'#':>2} {'valid':<5} {'reward':>7} {'adv':>6} {'cpcv':>6} {'turn/d':>6} {'IC':>7}  formula or error"]
+    status = [("cap" if cap_binds(c) else "yes") if c.valid else "NO" for c in cards]
     for i, (c, a) in enumerate(zip(cards, adv, strict=True)):
         m = c.metrics
         what = c.formula if c.valid else f"[{c.error.code}] {c.error.message}"
-        status = ("cap" if cap_binds(c) else "yes") if c.valid else "NO"
-        lines.append(f"  {i:>2} {status:<5} {c.reward:>+7.3f} {a:>+6.2f} "
+        lines.append(f"  {i:>2} {status[i]:<5} {c.reward:>+7.3f} {a:>+6.2f} "
                      f"{_f(c.channels.get('cpcv'), '+.2f'):>6} {_f(m.get('turnover'), '.1%'):>6} "
                      f"{_f(m.get('ic'), '+.4f'):>7}  {what}")
-    if any(c.valid and cap_binds(c) for c in cards):
+    if "cap" in status:
         lines.append("  cap: valid, but R10 (motif guard) capped its reward at 0: no positive "
                      "advantage (`gymkit score FORMULA` says why)")
-    if any(not c.valid for c in cards):
+    if "NO" in status:
         lines.append("  NO: invalid; its cpcv is the fixed gate penalty, its advantage never positive")
     return "\n".join(lines)
 

@@ -59,8 +59,10 @@ def _caret(formula: str | None, position: int | None, width: int = 60) -> list[s
     return [f"  {shown}", "  " + " " * (position - lo + (1 if lo else 0)) + "^"]
 
 
-def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
-    """The one-answer table: status line, channels with reasons, backtest numbers."""
+def card_table(card: Any, priorities: dict[str, float], params: Any,
+               announced: tuple[str, ...] = ()) -> str:
+    """The one-answer table: status line, channels with reasons, backtest numbers, and the
+    card's notes except those in ``announced`` (already printed on stderr)."""
     from gymkit.report.why import channel_reasons
     from gymkit.verifiers.channels import VALID_FLOOR_WIDTH, cap_binds, channel, priority_sum
 
@@ -95,8 +97,7 @@ def card_table(card: Any, priorities: dict[str, float], params: Any) -> str:
                   f"  turnover {_f(m['turnover'], '.1%')}/day  IC {_f(m['ic'], '+.4f')}  "
                   f"beta {_f(m['beta'], '+.2f')}  residual Sharpe {_f(fac.get('residual_sharpe'), '+.2f')}",
                   f"  nearest archive entry ({_f(nov.get('nearest_corr'), '+.2f')}): {nov.get('nearest') or '-'}"]
-    for n in card.notes:
-        lines.append(f"  note: {n}")
+    lines += [f"  note: {n}" for n in card.notes if n not in announced]
     return "\n".join(lines)
 
 
@@ -162,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     prio = {n: float(env.config.priorities[n]) for n in cards[0].channels}
     if len(cards) == 1:
-        print(card_table(cards[0], prio, env.setup.params))
+        print(card_table(cards[0], prio, env.setup.params,
+                         announced=(env.split_note,) if env.split_note else ()))
     else:
         adv, info = env.group_advantages(cards)
         market = f" on the market {args.market}" if getattr(args, "market", None) else ""

@@ -298,3 +298,14 @@ def test_short_listings_and_a_partial_last_day_are_warned(vendor, tmp_path, caps
             "session has 8 (1 row)") in err
     rc, _, err = cli(capsys, "market", str(clean))
     assert "short-history" not in err and "thin-session" not in err
+
+
+def test_score_table_says_the_adapted_split_once(vendor, capsys) -> None:
+    """`gymkit score --market` prints the derived split on stderr as the market loads; the card
+    table below must not repeat it (it did, word for word), and keeps the card's other notes."""
+    _, flawed = vendor
+    rc, out, err = cli(capsys, "score", "rank(-returns)", "--market", str(flawed), "--lenient")
+    assert rc == 0
+    assert err.count("split adapted to the panel") == 1
+    assert "split adapted to the panel" not in out
+    assert "  note: brief_compliance: " in out

@@ -400,14 +400,25 @@ def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
     row = date.rle_id().to_numpy()  # sorted by date: the k-th run of equal dates is row k
     col = frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy()
     shape = (dates.size, len(tickers))
+    flat = row.astype(np.int64) * shape[1] + col  # each row's cell in the (T, N) grid
+    # every cell once, in row-major order (a complete panel sorted by date, then ticker): the
+    # columns are the grids as they are; otherwise each column is scattered into NaN grids
+    whole = flat.size == shape[0] * shape[1] and bool(np.all(flat[1:] > flat[:-1]))
 
     def grid(name: str) -> np.ndarray:
-        out = np.full(shape, np.nan)
-        out[row, col] = frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
-        return out
+        values = frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
+        if whole:
+            return values.reshape(shape)
+        out = np.full(shape[0] * shape[1], np.nan)
+        out[flat] = values
+        return out.reshape(shape)
 
-    present = np.zeros(shape, dtype=bool)
-    present[row, col] = True
+    if whole:
+        present = np.ones(shape, dtype=bool)
+    else:
+        present = np.zeros(shape[0] * shape[1], dtype=bool)
+        present[flat] = True
+        present = present.reshape(shape)
     fields = {name: grid(name) for name in BASE_FIELDS}
     cap = grid("cap") if "cap" in frame.columns else None
     labels: dict[str, list[str] | None] = {}
@@ -415,10 +426,14 @@ def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
         if level not in frame.columns:
             labels[level] = None
             continue
-        # one label per ticker (validate_long checks it): keep each column's first labelled row
-        first = (pl.DataFrame({"col": col, "label": frame.get_column(level).cast(pl.String)})
-                 .filter(pl.col("label").is_not_null()).unique(subset="col", keep="first"))
-        lookup = dict(zip(first["col"].to_list(), first["label"].to_list(), strict=True))
-        labels[level] = [lookup.get(j, "") for j in range(len(tickers))]
+        # one label per ticker (validate_long checks it), so any labelled row of a ticker names it
+        label = frame.get_column(level).cast(pl.String)
+        at = np.full(len(tickers), -1, np.int64)
+        labelled = np.flatnonzero(label.is_not_null().to_numpy())
+        at[col[labelled]] = labelled
+        named = at >= 0
+        names = label.gather(at[named]).to_list()
+        it = iter(names)
+        labels[level] = [next(it) if ok else "" for ok in named.tolist()]
     return Panel(dates, tickers, **fields, cap=cap, sector=labels["sector"],
                  industry=labels["industry"], _adopt=True), present

@@ -32,6 +32,7 @@ def _frozen_matrix(name: str, a: object, shape: tuple[int, int] | None, adopt: b
         raise ValueError(f"panel field {name!r} has shape {arr.shape}, expected {shape}")
     inf = np.isinf(arr)
     if inf.any():
+        arr = arr if arr.flags.writeable else arr.copy()  # an adopted column may be a view
         arr[inf] = np.nan  # ±inf is never data
     arr.setflags(write=False)
     return arr

@@ -17,7 +17,8 @@ Never errors, in any mode: each is counted per rule with one line listing the fi
 ``thin-session``      a session where fewer than half the median session's tickers have a close
                       (a partial last day, a holiday half-filled by the vendor).
 
-Computed on the pivoted (T, N) grids (numpy), linear in T·N besides one sort per session.
+Computed on the pivoted (T, N) grids in one compiled pass, linear in T·N besides one
+selection per session.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from gymkit.data.validate import MAX_LISTED_ROWS, _fmt
 
@@ -59,26 +61,135 @@ def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:
     return "; ".join(parts) + f" ({shown})"
 
 
-def _median_rows(x: np.ndarray) -> np.ndarray:
-    """Each row's median of its non-NaN values, as polars' ``median`` computes it (the two
-    middle values interpolated: lower + (upper − lower) · 0.5); NaN for a row with none."""
-    s = np.sort(x, axis=1)  # NaN sorts last
-    k = np.count_nonzero(~np.isnan(x), axis=1)
-    lo_i, hi_i = np.maximum((k - 1) // 2, 0), np.maximum(k // 2, 0)
-    rows = np.arange(x.shape[0])
-    lo, hi = s[rows, lo_i], s[rows, hi_i]
-    out = np.where(k % 2 == 1, lo, lo + (hi - lo) * 0.5)
-    return np.where(k > 0, out, np.nan)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _row_median(buf, k):  # pragma: no cover - compiled
+    """The median of ``buf[:k]`` (no NaN; reordered in place) as polars' ``median`` computes
+    it: the two middle values interpolated, lower + (upper − lower) · 0.5; NaN when k = 0.
+
+    Hoare's selection with pseudo-random pivots (a fixed xorshift: deterministic, expected
+    linear time on any input); our own because Numba compiles NumPy's ``partition`` slowly
+    (benchmarks/RESULTS.md), and any selection gives the same two order statistics.
+    """
+    if k == 0:
+        return np.nan
+    lo_i = (k - 1) // 2
+    a = buf
+    left, right = 0, k - 1
+    state = np.uint64(0x9E3779B97F4A7C15)
+    while left < right:
+        state ^= state << np.uint64(13)
+        state ^= state >> np.uint64(7)
+        state ^= state << np.uint64(17)
+        p = a[left + np.intp(state % np.uint64(right - left + 1))]
+        i, j = left, right
+        while i <= j:
+            while a[i] < p:
+                i += 1
+            while p < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if lo_i <= j:
+            right = j
+        elif lo_i >= i:
+            left = i
+        else:
+            break
+    lo = a[lo_i]
+    if k % 2 == 1:
+        return lo
+    hi = a[lo_i + 1]
+    for q in range(lo_i + 2, k):
+        hi = min(hi, a[q])
+    return lo + (hi - lo) * 0.5
 
 
-def _hits(dates: np.ndarray, tickers: Sequence[str], mask: np.ndarray,
-          **columns: np.ndarray) -> pl.DataFrame:
-    """The True cells of a (T, N) ``mask`` in (date, ticker) order, with ``columns``' values
-    there (NaN read as null), as a frame for :func:`_listing`."""
-    r, c = np.nonzero(mask)  # row-major: date, then ticker (tickers are sorted)
-    data: dict[str, object] = {"date": dates[r], "ticker": np.asarray(tickers, dtype=object)[c]}
-    for name, grid in columns.items():
-        data[name] = pl.Series(name, grid[r, c]).fill_nan(None)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scan(open_, close, volume, present, jump, calm):  # pragma: no cover - compiled
+    """One pass over the rows of the grids (linear in T·N, O(N) memory besides the flags).
+
+    Returns ``flags`` (T, N) uint8 (bit 1 zero-volume, 2 missing-open, 4 missing-close; a
+    session with a close and volume 0, a close and no open, an open and no close), the
+    unadjusted-split hits in (date, ticker) order — rows, columns, previous close, gap —
+    each row's market move (the median gap), the closes per row and per ticker, and each
+    ticker's first and last row with a close (0 and T − 1 for a ticker with none).
+    """
+    T, N = close.shape
+    flags = np.zeros((T, N), np.uint8)
+    prev = np.full(N, np.nan)  # each ticker's close on its previous present row
+    gap = np.empty(N)
+    buf = np.empty(N)
+    mkt = np.empty(T)
+    per_day = np.zeros(T, np.int64)
+    per_ticker = np.zeros(N, np.int64)
+    first = np.full(N, -1, np.int64)
+    final = np.full(N, T - 1, np.int64)
+    cap = 64
+    jr = np.empty(cap, np.int64)
+    jc = np.empty(cap, np.int64)
+    jp = np.empty(cap)
+    jg = np.empty(cap)
+    n_jumps = 0
+    for t in range(T):
+        k = 0
+        for j in range(N):
+            g = np.nan
+            if present[t, j]:
+                o = open_[t, j]
+                c = close[t, j]
+                g = (c if np.isnan(o) else o) / prev[j] - 1.0
+                if not np.isnan(g):
+                    buf[k] = g
+                    k += 1
+                if np.isnan(c):
+                    if not np.isnan(o):
+                        flags[t, j] = 4
+                else:
+                    per_day[t] += 1
+                    per_ticker[j] += 1
+                    if first[j] < 0:
+                        first[j] = t
+                    final[j] = t
+                    flags[t, j] = (1 if volume[t, j] == 0.0 else 0) | (2 if np.isnan(o) else 0)
+            gap[j] = g
+        m = _row_median(buf, k)
+        mkt[t] = m
+        if abs(m) <= calm:
+            for j in range(N):
+                if abs(gap[j] - m) > jump:
+                    if n_jumps == cap:
+                        cap *= 2
+                        jr, jc, jp, jg = _grow(jr, cap), _grow(jc, cap), _grow(jp, cap), _grow(jg, cap)
+                    jr[n_jumps] = t
+                    jc[n_jumps] = j
+                    jp[n_jumps] = prev[j]
+                    jg[n_jumps] = gap[j]
+                    n_jumps += 1
+        for j in range(N):
+            if present[t, j]:
+                prev[j] = close[t, j]
+    for j in range(N):
+        first[j] = max(first[j], 0)
+    return (flags, jr[:n_jumps].copy(), jc[:n_jumps].copy(), jp[:n_jumps].copy(),
+            jg[:n_jumps].copy(), mkt, per_day, per_ticker, first, final)
+
+
+@njit(cache=True, nogil=True)
+def _grow(a, cap):
+    out = np.empty(cap, a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+def _frame(dates: np.ndarray, tickers: np.ndarray, r: np.ndarray, c: np.ndarray,
+           **columns: np.ndarray) -> pl.DataFrame:
+    """Hit rows (r, c) in (date, ticker) order as a frame for :func:`_listing`, with the given
+    per-hit values (NaN read as null)."""
+    data: dict[str, object] = {"date": dates[r], "ticker": tickers[c]}
+    for name, values in columns.items():
+        data[name] = pl.Series(name, values).fill_nan(None)
     return pl.DataFrame(data)
 
 
@@ -88,35 +199,24 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
     """(counts, listings) of the rules of :data:`WARNINGS` on a validated panel's (T, N)
     grids: ``present`` marks the (date, ticker) rows the input had; NaN in a field is a
     missing value (or an absent row).  "The previous close" of a row is its ticker's
-    previous *present* row's close, as in the long frame.  Linear in T·N apart from one sort
-    per date for the market's median move."""
-    T, N = close.shape
-    has_close = present & ~np.isnan(close)
-    last = np.maximum.accumulate(np.where(present, np.arange(T)[:, None], -1), axis=0)
-    prev_row = np.vstack([np.full((1, N), -1), last[:-1]])
-    with_prev = present & (prev_row >= 0)
-    prev = np.full((T, N), np.nan)
-    prev[with_prev] = close[prev_row[with_prev], np.nonzero(with_prev)[1]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gap = np.where(np.isnan(open_), close, open_) / prev - 1.0
-    gap[~present] = np.nan
-    mkt = np.broadcast_to(_median_rows(gap)[:, None], (T, N))
-    with np.errstate(invalid="ignore"):
-        jumps = (np.abs(gap - mkt) > SPLIT_JUMP) & (np.abs(mkt) <= MARKET_CALM)
-    hits = {"unadjusted-split": _hits(dates, tickers, jumps, open=open_, _prev=prev, _gap=gap,
-                                      _mkt=mkt),
-            "zero-volume": _hits(dates, tickers, has_close & (volume == 0.0), close=close),
-            "missing-open": _hits(dates, tickers, has_close & np.isnan(open_), close=close),
-            "missing-close": _hits(dates, tickers, present & np.isnan(close) & ~np.isnan(open_),
-                                   open=open_)}
-    per_day = np.count_nonzero(has_close, axis=1)
+    previous *present* row's close, as in the long frame.  One compiled pass over the rows
+    (:func:`_scan`; our own kernel because the array expressions it replaced made a dozen
+    (T, N) temporaries), linear in T·N besides one selection per date
+    for the market's median move."""
+    (flags, jr, jc, jprev, jgap, mkt, per_day, per_ticker, first,
+     final) = _scan(open_, close, volume, present, SPLIT_JUMP, MARKET_CALM)
+    names = np.asarray(tickers, dtype=object)
+    hits = {"unadjusted-split": _frame(dates, names, jr, jc, open=open_[jr, jc], _prev=jprev,
+                                       _gap=jgap, _mkt=mkt[jr])}
+    for rule, bit, field, grid in (("zero-volume", 1, "close", close),
+                                   ("missing-open", 2, "close", close),
+                                   ("missing-close", 4, "open", open_)):
+        r, c = np.nonzero(flags & bit)  # row-major: date, then ticker (tickers are sorted)
+        hits[rule] = _frame(dates, names, r, c, **{field: grid[r, c]})
     days = per_day > 0  # a session with no close is not a session of the priced rows
     median_day = float(np.median(per_day[days])) if days.any() else 0.0
     short = SHORT_HISTORY if int(days.sum()) >= SHORT_HISTORY else 0  # not on a short panel
-    per_ticker = np.count_nonzero(has_close, axis=0)
     priced = np.nonzero(per_ticker > 0)[0]
-    first = np.argmax(has_close, axis=0)
-    final = T - 1 - np.argmax(has_close[::-1], axis=0)
     few = priced[per_ticker[priced] < short]
     order = np.lexsort((few, first[few]))  # by first date, then ticker
     few = few[order]

@@ -245,3 +245,43 @@ def test_panel_from_long_refuses_a_frame_not_sorted_by_date(long_frame):
 
     with pytest.raises(ValueError, match="sorted by date"):
         panel_from_long(long_frame.reverse())
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(n=st.integers(2, 7), days=st.integers(1, 9), seed=st.integers(0, 2**16),
+       drop=st.sampled_from([0.0, 0.0, 0.2, 0.6]), unlabelled=st.floats(0.0, 1.0))
+def test_pivot_is_the_cell_by_cell_definition(n, days, seed, drop, unlabelled):
+    """Complete panels (the columns taken as the grids) and gappy ones (scattered into NaN
+    grids) pivot to the plain definition: each (date, ticker) row's values in its cell, NaN
+    where the input has no row, ``present`` exactly the rows; a ticker's sector is the label of
+    its labelled rows ('' when none is labelled)."""
+    from gymkit.data.loaders import _pivot
+
+    from .conftest import build_long
+
+    rng = np.random.default_rng(seed)
+    tickers = tuple(f"K{i}" for i in range(n))
+    frame = build_long(tickers=tickers, days=days, seed=seed, groups=True, cap=True)
+    frame = frame.filter(pl.Series(rng.uniform(size=frame.height)) >= drop)
+    frame = frame.with_columns(pl.when(pl.Series(rng.uniform(size=frame.height)) < unlabelled)
+                               .then(None).otherwise(pl.col("sector")).alias("sector"))
+    if frame.height == 0:
+        return
+    panel, present = _pivot(frame)
+    dates = sorted(set(frame.get_column("date").to_list()))
+    names = sorted(set(frame.get_column("ticker").to_list()))
+    assert list(panel.tickers) == names and panel.dates.size == len(dates)
+    want = {f: np.full((len(dates), len(names)), np.nan) for f in ("open", "close", "volume", "cap")}
+    mask = np.zeros((len(dates), len(names)), bool)
+    sector = dict.fromkeys(names, "")
+    for r in frame.iter_rows(named=True):
+        i, j = dates.index(r["date"]), names.index(r["ticker"])
+        mask[i, j] = True
+        for f in want:
+            want[f][i, j] = r[f]
+        if r["sector"] is not None:
+            sector[r["ticker"]] = r["sector"]
+    assert np.array_equal(present, mask)
+    for f, grid in want.items():
+        assert np.array_equal(getattr(panel, f), grid, equal_nan=True), f
+    assert list(panel.sector) == [sector[t] for t in names]

@@ -157,3 +157,19 @@ def test_the_constructor_copies_the_caller_s_arrays():
     x[1, 1] = np.inf
     q = Panel(["2020-01-02", "2020-01-03"], ["A", "B"], x, x, x, x, x)
     assert np.isnan(q.close[1, 1]) and x[1, 1] == np.inf  # ±inf is never data, in the copy
+
+
+def test_an_adopted_read_only_field_with_infinities_is_cleaned_not_refused() -> None:
+    """The loader hands a complete panel's columns over as read-only views; ±inf in one is
+    still read as NaN (in a copy), and the caller's array is left as it was."""
+    import numpy as np
+
+    from gymkit.data.panel import Panel
+
+    a = np.ones((3, 2))
+    a[1, 1] = np.inf
+    a.setflags(write=False)
+    dates = np.array(["2020-01-02", "2020-01-03", "2020-01-06"], dtype="datetime64[D]")
+    p = Panel(dates, ["A", "B"], a, a, a, a, a, _adopt=True)
+    assert np.isnan(p.close[1, 1]) and not p.close.flags.writeable
+    assert np.isinf(a[1, 1])

@@ -79,3 +79,58 @@ def test_each_rule_fires_on_the_grid_as_on_the_long_frame():
                            "short-history", "thin-session"}
     assert got[0]["missing-close"] == 1 and ", no close (1 row)" in got[1]["missing-close"]
     assert got == reference(clean)
+
+
+def test_many_split_hits_and_a_wide_panel_equal_the_long_frame_definition() -> None:
+    """More unadjusted-split hits than the compiled scan's first buffer (64) holds, on a panel
+    wider than the hypothesis cases: 12 of 40 tickers halve on each of 7 days (84 hits) while
+    the market's median move stays calm, with missing opens and zero volumes besides."""
+    tickers = tuple(f"S{i:02d}" for i in range(40))
+    frame = build_long(tickers=tickers, days=80, seed=7)
+    dates = frame.get_column("date").unique().sort()
+    factor = pl.lit(1.0)
+    for k in range(7):
+        factor = factor * pl.when(pl.col("date") >= dates[10 * (k + 1)]).then(0.5).otherwise(1.0)
+    hit = pl.col("ticker").is_in(list(tickers[:12]))
+    frame = frame.with_columns(*(pl.when(hit).then(pl.col(c) * factor).otherwise(pl.col(c)).alias(c)
+                                 for c in ("open", "high", "low", "close")))
+    rng = np.random.default_rng(3)
+    h = frame.height
+    frame = frame.with_columns(
+        pl.when(pl.Series(rng.uniform(size=h)) < 0.02).then(None).otherwise(pl.col("open")).alias("open"),
+        pl.when(pl.Series(rng.uniform(size=h)) < 0.02).then(0.0).otherwise(pl.col("volume")).alias("volume"))
+    clean, _ = validate_long(frame, strict=False, calendar_check=False)
+    counts, lines = _grid_warnings(clean)
+    assert counts["unadjusted-split"] == 84
+    assert (counts, lines) == reference(clean)
+    # every hit, not only the 20 listed: the split days x the 12 tickers, in (date, ticker) order
+    from gymkit.data.quality import MARKET_CALM, SPLIT_JUMP, _scan
+
+    panel, present = _pivot(clean)
+    _, jr, jc, jprev, jgap, *_ = _scan(panel.open, panel.close, panel.volume, present,
+                                       SPLIT_JUMP, MARKET_CALM)
+    assert list(zip(jr.tolist(), jc.tolist(), strict=True)) == [
+        (10 * (k + 1), j) for k in range(7) for j in range(12)]
+    assert np.all(jgap < -0.4) and np.all(jprev > 0)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(allow_nan=False, width=64),
+                                 st.sampled_from([0.0, 1.0, -1.0, 0.5])), max_size=90))
+def test_row_median_is_the_sorted_definition(values) -> None:
+    """The scan's selection gives the median of the sorted values, polars' interpolation
+    (lower + (upper − lower) · 0.5), bit for bit: duplicates, infinities, any order."""
+    from gymkit.data.quality import _row_median
+
+    k = len(values)
+    s = np.sort(np.array(values, dtype=np.float64))
+    if k == 0:
+        want = np.nan
+    elif k % 2:
+        want = s[(k - 1) // 2]
+    else:
+        lo, hi = s[(k - 1) // 2], s[k // 2]
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = lo + (hi - lo) * 0.5
+    got = _row_median(np.array([*values, 7.0], dtype=np.float64), k)  # a value past k is ignored
+    assert np.array_equal(np.float64(got), np.float64(want), equal_nan=True)

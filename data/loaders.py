@@ -384,7 +384,8 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
 
     Rows = sorted union of dates, columns = sorted tickers; absent (date, ticker)
     cells are NaN.  ``cap`` becomes a field when present; ``sector``/``industry``
-    take each ticker's first non-null label ('' when it has none).  Linear in the rows
+    take the label of a ticker's labelled rows ('' when it has none; a validated frame has
+    one per ticker).  Linear in the rows
     besides sorting the ticker names.
     """
     return _pivot(frame)[0]

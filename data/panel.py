@@ -1,8 +1,8 @@
 """The market panel: daily OHLCV arrays of shape (T sessions, N stocks).
 
-A :class:`Panel` is immutable: every array is a private float64 copy marked
-read-only, so no consumer (a formula, a cache, a stress world) can corrupt the
-data another consumer sees.  Missing values (listing gaps, masked cells) are NaN.
+A :class:`Panel` is immutable: every array is float64 marked read-only and held by nobody
+else who could write it (a private copy, or a loaded file's immutable column buffer), so no
+consumer (a formula, a cache, a stress world) can corrupt the data another consumer sees.  Missing values (listing gaps, masked cells) are NaN.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ class Panel:
     float64 (T, N)), optional ``cap`` (T, N) and group labels ``sector`` /
     ``industry`` (tuple of N str).  Derived ``returns`` = close/close[t-1] − 1 (first
     row NaN) and ``vwap`` = (high + low + close)/3 come from :meth:`field`.
-    The arrays are copied (``_adopt=True``, internal: the loader hands over fresh arrays it
-    no longer holds, frozen in place instead).
+    The arrays are copied (``_adopt=True``, internal: the loader hands over arrays no one
+    writes, frozen in place instead: fresh grids, or a complete panel's column buffers from
+    its validated polars frame, which polars never writes: copy on write).
     Validation of market rules (prices, OHLC consistency, sessions) is the loader's
     job (``gymkit.data.validate``); the constructor checks only structure.
     """

@@ -67,7 +67,7 @@ def _row_median(buf, k):  # pragma: no cover - compiled
     it: the two middle values interpolated, lower + (upper − lower) · 0.5; NaN when k = 0.
 
     Hoare's selection with pseudo-random pivots (a fixed xorshift: deterministic, expected
-    linear time on any input); our own because Numba compiles NumPy's ``partition`` slowly
+    linear time on any input not built against that sequence); our own because Numba compiles NumPy's ``partition`` slowly
     (benchmarks/RESULTS.md), and any selection gives the same two order statistics.
     """
     if k == 0:

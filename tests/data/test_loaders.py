@@ -249,12 +249,14 @@ def test_panel_from_long_refuses_a_frame_not_sorted_by_date(long_frame):
 
 @settings(max_examples=40, derandomize=True, deadline=None)
 @given(n=st.integers(2, 7), days=st.integers(1, 9), seed=st.integers(0, 2**16),
-       drop=st.sampled_from([0.0, 0.0, 0.2, 0.6]), unlabelled=st.floats(0.0, 1.0))
-def test_pivot_is_the_cell_by_cell_definition(n, days, seed, drop, unlabelled):
+       drop=st.sampled_from([0.0, 0.0, 0.2, 0.6]), unlabelled=st.floats(0.0, 1.0),
+       reversed_tickers=st.booleans())
+def test_pivot_is_the_cell_by_cell_definition(n, days, seed, drop, unlabelled, reversed_tickers):
     """Complete panels (the columns taken as the grids) and gappy ones (scattered into NaN
     grids) pivot to the plain definition: each (date, ticker) row's values in its cell, NaN
     where the input has no row, ``present`` exactly the rows; a ticker's sector is the label of
-    its labelled rows ('' when none is labelled)."""
+    its labelled rows ('' when none is labelled).  A complete frame whose tickers run in
+    another order within each date is not taken as the grids."""
     from gymkit.data.loaders import _pivot
 
     from .conftest import build_long
@@ -265,6 +267,8 @@ def test_pivot_is_the_cell_by_cell_definition(n, days, seed, drop, unlabelled):
     frame = frame.filter(pl.Series(rng.uniform(size=frame.height)) >= drop)
     frame = frame.with_columns(pl.when(pl.Series(rng.uniform(size=frame.height)) < unlabelled)
                                .then(None).otherwise(pl.col("sector")).alias("sector"))
+    if reversed_tickers:  # still sorted by date, as panel_from_long asks
+        frame = frame.sort(["date", "ticker"], descending=[False, True])
     if frame.height == 0:
         return
     panel, present = _pivot(frame)

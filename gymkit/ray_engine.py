@@ -59,6 +59,24 @@ class _Scorer:
         return [_worker_batch(b, timings) for b in chunk]
 
 
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """ValueError in one line when nothing accepts a TCP connection at ``address``'s host:port
+    within ``timeout`` s (``ray.init`` would retry for minutes, printing only its own logs);
+    ``auto`` and addresses without a port are left to Ray."""
+    import socket
+
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(f"--ray-address {address}: nothing answers at {host}:{port} "
+                         f"({exc.strerror or type(exc).__name__}); is the cluster's head "
+                         "running there (`ray start --head`)?") from None
+
+
 @contextlib.contextmanager
 def ray_scorer(batches: Sequence[list[Any]], timings: bool, factory: Callable[[], Any], *,
                address: str | None = None, workers: int | None = None,
@@ -75,7 +93,13 @@ def ray_scorer(batches: Sequence[list[Any]], timings: bool, factory: Callable[[]
         kw: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
                               "include_dashboard": False}
         if address:
-            ray.init(address=address, **kw)
+            _reachable(address)
+            try:
+                ray.init(address=address, **kw)
+            except ConnectionError as exc:  # e.g. "auto" with no cluster running
+                raise ValueError(f"--ray-address {address}: no running Ray cluster found there "
+                                 f"({str(exc).splitlines()[0][:160]}); `ray start --head` starts "
+                                 "one, and without --ray-address the run starts its own") from None
         else:
             ray.init(num_cpus=workers or os.cpu_count() or 1, **kw)
         started = True

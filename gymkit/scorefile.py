@@ -14,8 +14,8 @@ Scoring: every answer alone (``env.score``), or with ``--group-field F`` the rec
 a value of F as one group (``env.score_group``, plus each answer's GDPO advantage).  The
 archive is never changed, so a row's card depends only on the environment and its group.
 
-Output (by extension): ``.jsonl`` (one object per line: ``id``, optional ``group`` and
-``advantage``, then the card's ``to_dict``), or ``.parquet`` (flat columns: id, group,
+Output (by extension): ``.jsonl`` (one object per line: ``id``, ``answer_digest``, optional
+``group`` and ``advantage``, then the card's ``to_dict``), or ``.parquet`` (flat columns: id, group,
 advantage, valid, reward, error, formula, canonical, one ``ch_<name>`` column per channel,
 key metrics, provenance, and the whole card as ``card_json``).  Timings are left out unless
 ``--timings``, so a rerun writes identical bytes.
@@ -26,8 +26,12 @@ with an unpaired surrogate (``"\\ud800"``) becomes an *error row* — ``id``, ``
 ``invalid_unicode``; the message names FILE:LINE and the reason) — and the run goes on.
 :func:`read_records` stays strict (raises on the first bad record).
 
-Resume: ids already in the output (error rows included) are skipped; an output whose cards were
-scored on another environment, market, split or archive (their fingerprints) is refused.  JSONL output is appended and flushed per
+Resume: ids already in the output (error rows included) are skipped. Each row carries its
+record's ``answer_digest`` (the answer, brief and group; a bad record's code and line), and an
+output is refused when a row's id is not in the input or its digest is not the record's now
+(another input, or an edited one), when a group is partly scored anywhere but in its last rows
+(those, a run stopped while writing the group, are cut and the group scored again), or when its
+cards were scored on another environment, market, split or archive (their fingerprints).  JSONL output is appended and flushed per
 answer (a torn last line from a crash is cut off first); Parquet output accumulates in
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
 
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import hashlib
 import json
 import multiprocessing
 import os
@@ -83,6 +88,15 @@ class Record:
     error: tuple[str, str] | None = None  # (code, message) of a bad record; not scored
     line: int | None = None  # 1-based line of a text/JSONL input
     brief: str | None = None  # the design brief's text the answer was written for
+
+    @property
+    def digest(self) -> str:
+        """What the record's card depends on, hashed (written as each row's ``answer_digest``;
+        a resumed output must match it): the answer, its brief and group, or a bad record's
+        error code and line."""
+        key = (["error", self.error[0], self.line] if self.error is not None
+               else [self.completion, self.brief, self.group])
+        return hashlib.sha256(json.dumps(key, ensure_ascii=True).encode()).hexdigest()[:16]
 
 
 class _BadRecord(ValueError):
@@ -203,11 +217,14 @@ def _scan(path: str | Path, field: str, id_field: str, group_field: str | None,
 
 
 def _unique(records: list[Record], p: str | Path) -> list[Record]:
-    seen: set[str] = set()
+    seen: dict[str, Record] = {}
     for r in records:
-        if r.id in seen:
-            raise ValueError(f"{p}: id {r.id!r} appears twice (ids must be unique to resume)")
-        seen.add(r.id)
+        first = seen.setdefault(r.id, r)
+        if first is not r:
+            where = (f" (lines {first.line} and {r.line}; a record without a readable id takes "
+                     "its row number)" if first.line is not None and r.line is not None else "")
+            raise ValueError(f"{p}: id {r.id!r} appears twice{where}: ids must be unique to "
+                             "resume")
     return records
 
 
@@ -260,8 +277,8 @@ def _check_provenance(rows: Iterable[dict[str, Any]], env: Any, out: Path) -> No
 
 
 def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The rows already in a JSONL output (each with an ``id``); a torn last line (no newline,
-    bad JSON) is cut off first."""
+    """The rows already in a JSONL output (each with an ``id`` and, as ``_offset``, the byte
+    offset of its line); a torn last line (no newline, bad JSON) is cut off first."""
     if not path.exists():
         return []
     data = path.read_bytes()
@@ -271,7 +288,9 @@ def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
             fh.truncate(keep)
         data = data[:keep]
     rows = []
-    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    offset = 0
+    for n, raw in enumerate(data.splitlines(keepends=True), 1):
+        line = raw.decode("utf-8")
         if line.strip():
             try:
                 row = json.loads(line)
@@ -279,8 +298,63 @@ def _repair_jsonl(path: Path) -> list[dict[str, Any]]:
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise ValueError(f"{path}:{n}: existing output line is not a card row; "
                                  "move the file away or pass --restart") from None
+            row["_offset"] = offset
             rows.append(row)
+        offset += len(raw)
     return rows
+
+
+def _check_answers(rows: list[dict[str, Any]], records: Sequence[Record], out: Path,
+                   src: str | Path) -> None:
+    """Refuse to resume ``out`` unless each row in it was scored for the record of ``src``
+    with its id, as that record is now (``answer_digest``): ids alone would keep another
+    input's cards (text inputs' ids are line numbers)."""
+    by_id = {r.id: r for r in records}
+    for n, row in enumerate(rows, 1):
+        rid = str(row["id"])
+        rec = by_id.get(rid)
+        if rec is None:
+            why = f"has id {rid!r}, which {src} does not have: it was scored for another input"
+        elif row.get("answer_digest") is None:
+            why = (f"(id {rid!r}) has no answer_digest (written by an older gymkit), so it "
+                   "cannot be matched to this input")
+        elif row["answer_digest"] != rec.digest:
+            where = f" (line {rec.line})" if rec.line is not None else ""
+            why = f"(id {rid!r}) was scored for another answer than {src}'s record{where}"
+        else:
+            continue
+        raise ValueError(f"{out}: row {n} {why}; resuming would mix the two in one file: "
+                         "pass --restart or another --out")
+
+
+def _partial_groups(rows: list[dict[str, Any]], records: Sequence[Record], partial: Path,
+                    out: Path) -> list[dict[str, Any]]:
+    """``rows`` without a group whose answers are only partly in the output (a run stopped
+    while writing it: its rows are the file's last), which is cut off ``partial`` to be scored
+    again whole; a partly scored group anywhere else is refused (its answers are scored
+    together, so a resumed run cannot add to it)."""
+    done = {str(r["id"]) for r in rows}
+    members: dict[str, list[str]] = {}
+    for r in records:
+        if r.group is not None and r.error is None:
+            members.setdefault(r.group, []).append(r.id)
+    broken = {g for g, ids in members.items()
+              if any(i in done for i in ids) and not all(i in done for i in ids)}
+    if not broken:
+        return rows
+    cut = len(rows)
+    while cut and rows[cut - 1].get("group") in broken and "_offset" in rows[cut - 1]:
+        cut -= 1
+    tail_groups = {r.get("group") for r in rows[cut:]}
+    if tail_groups != broken or len(tail_groups) != 1:
+        g = sorted(broken - tail_groups or broken)[0]
+        have = sum(i in done for i in members[g])
+        raise ValueError(f"{out}: group {g!r} is partly scored ({have} of {len(members[g])} "
+                         "answers): a group's answers are scored together, so a resumed run "
+                         "cannot add to it: pass --restart or another --out")
+    with partial.open("r+b") as fh:  # the stopped group's rows, written last: score it again
+        fh.truncate(rows[cut]["_offset"])
+    return rows[:cut]
 
 
 def flatten_card_row(row: dict[str, Any], channels: Sequence[str]) -> dict[str, Any]:
@@ -395,8 +469,8 @@ def _batches(records: Sequence[Record]) -> Iterator[list[Record]]:
 
 def _error_row(rec: Record) -> dict[str, Any]:
     assert rec.error is not None
-    return {"id": rec.id, "line": rec.line, "valid": False, "reward": None,
-            "error": {"code": rec.error[0], "message": rec.error[1]}}
+    return {"id": rec.id, "answer_digest": rec.digest, "line": rec.line, "valid": False,
+            "reward": None, "error": {"code": rec.error[0], "message": rec.error[1]}}
 
 
 def _dump(row: dict[str, Any]) -> str:
@@ -416,7 +490,7 @@ def _score_batch(env: Any, batch: list[Record], timings: bool) -> tuple[str, int
             adv, _ = env.group_advantages(cards)
     lines = []
     for k, (rec, card) in enumerate(zip(batch, cards, strict=True)):
-        row: dict[str, Any] = {"id": rec.id}
+        row: dict[str, Any] = {"id": rec.id, "answer_digest": rec.digest}
         if rec.group is not None:
             row["group"] = rec.group
             row["advantage"] = float(adv[k]) if adv is not None else None
@@ -598,10 +672,12 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
             p.unlink(missing_ok=True)
     old_rows = _parquet_rows(out_p) if ext in PARQUET_EXT else []
     resumed = [*old_rows, *_repair_jsonl(partial)]  # every row already written, read once
-    done = {str(r["id"]) for r in resumed}
-    if done:  # resuming: every card already there must be this run's environment's
+    if resumed:  # resuming: every card already there must be this input's, on this environment
+        _check_answers(resumed, records, out_p, src)
+        resumed = _partial_groups(resumed, records, partial, out_p)
         env = gymkit.make(env_id) if env is None else env
         _check_provenance(resumed, env, out_p)
+    done = {str(r["id"]) for r in resumed}
     todo = [r for r in records if r.id not in done]
     batches = list(_batches(todo))
     good = [b for b in batches if b[0].error is None]
@@ -654,8 +730,10 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
 
 def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit score-file``."""
-    p.add_argument("input", help="answers: .jsonl / .parquet (field 'completion' or 'formula') "
-                                 "or a text file with one answer per line")
+    p.add_argument("input", help="answers: .jsonl / .parquet, each record's field 'completion' (a "
+                                 "model's whole answer: the formula inside <alpha>...</alpha>) or "
+                                 "'formula' (a bare formula), or a text file of bare formulas, one "
+                                 "a line")
     p.add_argument("--out", required=True, metavar="FILE", help="cards: .jsonl or .parquet")
     p.add_argument("--env", default="us46-default", help="environment id (default: us46-default)")
     p.add_argument("--field", default="completion", help="the answer's field (default: completion)")
@@ -728,7 +806,7 @@ def run_cli(args: argparse.Namespace) -> int:
     dt = time.perf_counter() - t0
     print(f"score-file: {c['scored']} scored ({c['valid']} valid), {c['skipped']} already in "
           f"{args.out}, {c['total']} in all"
-          + (f", {c['bad']} bad records (error rows)" if c["bad"] else "")
+          + (f", {c['bad']} bad record{'s' * (c['bad'] != 1)} (error rows)" if c["bad"] else "")
           + _engine_words(args.engine, c["workers"]) + f"; {dt:.1f} s",
           file=sys.stderr)
     return 0

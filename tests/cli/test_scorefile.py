@@ -34,7 +34,7 @@ def test_jsonl_out_matches_env_score(answers, tmp_path, shared_env):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == [f"a{i}" for i in range(6)]
     env = shared_env()
-    assert {k: v for k, v in rows[0].items() if k != "id"} == env.score(
+    assert {k: v for k, v in rows[0].items() if k not in ("id", "answer_digest")} == env.score(
         f"<alpha>{FORMULAS[0]}</alpha>").to_dict(timings=False)
 
 
@@ -89,8 +89,16 @@ def test_plain_lines_and_bad_inputs(tmp_path):
     assert [(r.id, r.completion) for r in recs] == [("0", "<alpha>rank(close)</alpha>"),
                                                     ("1", "<alpha>rank(open)</alpha>")]
     dup = _jsonl(tmp_path / "dup.jsonl", [{"id": 1, "formula": "x"}, {"id": 1, "formula": "y"}])
-    with pytest.raises(ValueError, match="id '1' appears twice"):
+    with pytest.raises(ValueError, match=r"id '1' appears twice \(lines 1 and 2;"):
         read_records(dup)
+    # a line that is not JSON takes its row number as id: the clash names both lines
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text('{"id": 1, "formula": "x"}\nnot json\n{"id": 0, "formula": "y"}\n')
+    from gymkit.scorefile import scan_records
+
+    with pytest.raises(ValueError, match=r"id '1' appears twice \(lines 1 and 2; a record "
+                                         r"without a readable id takes its row number\)"):
+        scan_records(clash)
     bad = _jsonl(tmp_path / "bad.jsonl", [{"formula": "x"}, {"text": "y"}])
     with pytest.raises(ValueError, match=r"bad\.jsonl:2: no string 'completion'"):
         read_records(bad)
@@ -182,7 +190,7 @@ def test_answers_that_name_their_brief_are_scored_with_it(tmp_path, capsys, shar
     rows = {r["id"]: r for r in map(json.loads, outs[0].decode().splitlines())}
     for rid, brief in (("d", b0.text), ("s1", b1.text), ("none", None)):
         want = env.score(ans, brief=brief).to_dict(timings=False)
-        assert {k: v for k, v in rows[rid].items() if k != "id"} == want, rid
+        assert {k: v for k, v in rows[rid].items() if k not in ("id", "answer_digest")} == want, rid
     assert rows["d"]["channels"]["brief_compliance"] < 0  # the brief was really used
     assert rows["x"]["reward"] is None and rows["x"]["error"]["code"] == "bad_record"
     assert "unknown brief_id 'deadbeefdeadbeef'" in rows["x"]["error"]["message"]

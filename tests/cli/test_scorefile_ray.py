@@ -82,3 +82,31 @@ def test_without_ray_the_error_is_one_line(tmp_path: Path, capsys, monkeypatch) 
     assert not (tmp_path / "o.jsonl").exists()
     rc = main(["score-file", str(src), "--out", str(tmp_path / "o.jsonl"), "--ray-address", "auto"])
     assert rc == 1 and "--ray-address needs --engine ray" in capsys.readouterr().err
+
+
+def test_an_address_with_no_cluster_is_a_one_line_error_in_seconds(tmp_path: Path, capsys) -> None:
+    """A --ray-address where nothing listens (ray.init would retry for minutes, printing only
+    its own logs) and ``auto`` with no cluster running are user errors (exit 1), in one line,
+    before any output is written."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    src = tmp_path / "a.txt"
+    src.write_text("rank(-returns)\n")
+    out = tmp_path / "cards.jsonl"
+    t0 = time.monotonic()
+    rc = main(["score-file", str(src), "--out", str(out), "--engine", "ray", "--ray-address",
+               f"127.0.0.1:{port}", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and time.monotonic() - t0 < 30
+    assert err[-1].startswith(f"gymkit score-file: error: --ray-address 127.0.0.1:{port}: nothing "
+                              f"answers at 127.0.0.1:{port}")
+    assert not out.exists() or out.read_text() == ""
+    rc = main(["score-file", str(src), "--out", str(out), "--engine", "ray", "--ray-address",
+               "auto", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and err[-1].startswith("gymkit score-file: error: --ray-address auto: no "
+                                          "running Ray cluster found there (")

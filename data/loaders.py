@@ -385,8 +385,7 @@ def panel_from_long(frame: pl.DataFrame) -> Panel:
     Rows = sorted union of dates, columns = sorted tickers; absent (date, ticker)
     cells are NaN.  ``cap`` becomes a field when present; ``sector``/``industry``
     take the label of a ticker's labelled rows ('' when it has none; a validated frame has
-    one per ticker).  Linear in the rows
-    besides sorting the ticker names.
+    one per ticker).  Linear in the rows besides sorting the ticker names.
     """
     return _pivot(frame)[0]
 
@@ -432,9 +431,10 @@ def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
         at = np.full(len(tickers), -1, np.int64)
         labelled = np.flatnonzero(label.is_not_null().to_numpy())
         at[col[labelled]] = labelled
-        named = at >= 0
-        names = label.gather(at[named]).to_list()
-        it = iter(names)
-        labels[level] = [next(it) if ok else "" for ok in named.tolist()]
+        names = [""] * len(tickers)
+        named = np.flatnonzero(at >= 0)
+        for j, name in zip(named.tolist(), label.gather(at[named]).to_list(), strict=True):
+            names[j] = name
+        labels[level] = names
     return Panel(dates, tickers, **fields, cap=cap, sector=labels["sector"],
                  industry=labels["industry"], _adopt=True), present

@@ -2,7 +2,8 @@
 
 A :class:`Panel` is immutable: every array is float64 marked read-only and held by nobody
 else who could write it (a private copy, or a loaded file's immutable column buffer), so no
-consumer (a formula, a cache, a stress world) can corrupt the data another consumer sees.  Missing values (listing gaps, masked cells) are NaN.
+consumer (a formula, a cache, a stress world) can corrupt the data another consumer sees.
+Missing values (listing gaps, masked cells) are NaN.
 """
 
 from __future__ import annotations

@@ -67,8 +67,9 @@ def _row_median(buf, k):  # pragma: no cover - compiled
     it: the two middle values interpolated, lower + (upper − lower) · 0.5; NaN when k = 0.
 
     Hoare's selection with pseudo-random pivots (a fixed xorshift: deterministic, expected
-    linear time on any input not built against that sequence); our own because Numba compiles NumPy's ``partition`` slowly
-    (benchmarks/RESULTS.md), and any selection gives the same two order statistics.
+    linear time on any input not built against that sequence); our own because Numba
+    compiles NumPy's ``partition`` slowly (benchmarks/RESULTS.md), and any selection gives
+    the same two order statistics.
     """
     if k == 0:
         return np.nan
@@ -124,7 +125,7 @@ def _scan(open_, close, volume, present, jump, calm):  # pragma: no cover - comp
     mkt = np.empty(T)
     per_day = np.zeros(T, np.int64)
     per_ticker = np.zeros(N, np.int64)
-    first = np.full(N, -1, np.int64)
+    first = np.zeros(N, np.int64)
     final = np.full(N, T - 1, np.int64)
     cap = 64
     jr = np.empty(cap, np.int64)
@@ -147,10 +148,10 @@ def _scan(open_, close, volume, present, jump, calm):  # pragma: no cover - comp
                     if not np.isnan(o):
                         flags[t, j] = 4
                 else:
+                    if per_ticker[j] == 0:
+                        first[j] = t
                     per_day[t] += 1
                     per_ticker[j] += 1
-                    if first[j] < 0:
-                        first[j] = t
                     final[j] = t
                     flags[t, j] = (1 if volume[t, j] == 0.0 else 0) | (2 if np.isnan(o) else 0)
             gap[j] = g
@@ -170,8 +171,6 @@ def _scan(open_, close, volume, present, jump, calm):  # pragma: no cover - comp
         for j in range(N):
             if present[t, j]:
                 prev[j] = close[t, j]
-    for j in range(N):
-        first[j] = max(first[j], 0)
     return (flags, jr[:n_jumps].copy(), jc[:n_jumps].copy(), jp[:n_jumps].copy(),
             jg[:n_jumps].copy(), mkt, per_day, per_ticker, first, final)
 
@@ -201,8 +200,8 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
     missing value (or an absent row).  "The previous close" of a row is its ticker's
     previous *present* row's close, as in the long frame.  One compiled pass over the rows
     (:func:`_scan`; our own kernel because the array expressions it replaced made a dozen
-    (T, N) temporaries), linear in T·N besides one selection per date
-    for the market's median move."""
+    (T, N) temporaries), linear in T·N besides one selection per date for the market's
+    median move."""
     (flags, jr, jc, jprev, jgap, mkt, per_day, per_ticker, first,
      final) = _scan(open_, close, volume, present, SPLIT_JUMP, MARKET_CALM)
     names = np.asarray(tickers, dtype=object)

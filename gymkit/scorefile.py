@@ -29,9 +29,10 @@ with an unpaired surrogate (``"\\ud800"``) becomes an *error row* — ``id``, ``
 Resume: ids already in the output (error rows included) are skipped. Each row carries its
 record's ``answer_digest`` (the answer, brief and group; a bad record's code and line), and an
 output is refused when a row's id is not in the input or its digest is not the record's now
-(another input, or an edited one), when a group is partly scored anywhere but in its last rows
-(those, a run stopped while writing the group, are cut and the group scored again), or when its
-cards were scored on another environment, market, split or archive (their fingerprints).  JSONL output is appended and flushed per
+(another input, or an edited one), when its cards were scored on another environment, market,
+split or archive (their fingerprints), or when a group is partly scored anywhere but in its
+last rows (those, a run stopped while writing the group, are cut and the group scored again).
+JSONL output is appended and flushed per
 answer (a torn last line from a crash is cut off first); Parquet output accumulates in
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
 
@@ -674,9 +675,9 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     resumed = [*old_rows, *_repair_jsonl(partial)]  # every row already written, read once
     if resumed:  # resuming: every card already there must be this input's, on this environment
         _check_answers(resumed, records, out_p, src)
-        resumed = _partial_groups(resumed, records, partial, out_p)
         env = gymkit.make(env_id) if env is None else env
         _check_provenance(resumed, env, out_p)
+        resumed = _partial_groups(resumed, records, partial, out_p)  # last: it may cut the file
     done = {str(r["id"]) for r in resumed}
     todo = [r for r in records if r.id not in done]
     batches = list(_batches(todo))

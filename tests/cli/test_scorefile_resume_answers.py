@@ -91,3 +91,17 @@ def test_a_group_grown_after_it_was_scored_is_refused(tmp_path, capsys):
     rc, err = _run(capsys, grown, out, "--group-field", "prompt")
     assert rc == 1 and f"{out}: group 'p' is partly scored (3 of 4 answers)" in err[-1]
     assert out.read_bytes() == before
+
+
+def test_a_stopped_group_is_not_cut_when_the_resume_is_refused(tmp_path, capsys):
+    """The stopped group's rows are cut only once the resume is accepted: resumed on another
+    environment, the output keeps every complete row it had."""
+    src = _jsonl(tmp_path / "groups.jsonl", GROUPS)
+    full = tmp_path / "full.jsonl"
+    assert _run(capsys, src, full, "--group-field", "prompt")[0] == 0
+    lines = full.read_bytes().splitlines(keepends=True)
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(lines[:4]))  # group p whole, group q's first row
+    rc, err = _run(capsys, src, part, "--group-field", "prompt", "--env", "us46-harsh")
+    assert rc == 1 and "was scored on another environment" in err[-1]
+    assert part.read_bytes() == b"".join(lines[:4])

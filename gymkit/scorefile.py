@@ -686,37 +686,47 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     bar = Progress(len(records), len(records) - len(todo), stream or sys.stderr, progress)
     # the local pool's size, decided once: what runs is what the summary reports
     used = 0 if not good else pool_size(workers, env, len(good)) if engine == "local" else workers
-    if progress and engine == "local" and used > 1:  # each start takes seconds: say so
-        bar.stream.write(f"score-file: starting {used} workers (each builds the environment once)\n")
+    if progress and good and (engine == "ray" or (engine == "local" and used > 1)):
+        what = (f"starting {used} workers (each builds the environment once)" if engine == "local"
+                else f"connecting to Ray at {ray_address}" if ray_address
+                else "starting a local Ray for the run")  # each start takes seconds: say so
+        bar.stream.write(f"score-file: {what}\n")
         bar.stream.flush()
     scored = valid = bad = 0
     out_p.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.ExitStack() as stack:
-        scored_iter: Iterator[tuple[str, int]] = iter(())
-        channels: list[str] | None = None
-        if good:
-            scored_iter, channels = stack.enter_context(_engine(
-                engine, good, timings, workers=used if engine == "local" else workers, env=env, env_id=env_id,
-                env_factory=env_factory, want_channels=parquet, ray_address=ray_address,
-                device=device))
-        if parquet and channels is None:
-            env = gymkit.make(env_id) if env is None else env
-            channels = list(env.channels)
-        with partial.open("a", encoding="utf-8") as fh:
-            for batch in batches:
-                if batch[0].error is not None:
-                    fh.write(_dump(_error_row(batch[0])))
+    try:
+        with contextlib.ExitStack() as stack:
+            scored_iter: Iterator[tuple[str, int]] = iter(())
+            channels: list[str] | None = None
+            if good:
+                scored_iter, channels = stack.enter_context(_engine(
+                    engine, good, timings, workers=used if engine == "local" else workers, env=env, env_id=env_id,
+                    env_factory=env_factory, want_channels=parquet, ray_address=ray_address,
+                    device=device))
+            if parquet and channels is None:
+                env = gymkit.make(env_id) if env is None else env
+                channels = list(env.channels)
+            with partial.open("a", encoding="utf-8") as fh:
+                for batch in batches:
+                    if batch[0].error is not None:
+                        fh.write(_dump(_error_row(batch[0])))
+                        fh.flush()
+                        scored += 1
+                        bad += 1
+                        bar.update(1, 0)
+                        continue
+                    text, nv = next(scored_iter)
+                    fh.write(text)
                     fh.flush()
-                    scored += 1
-                    bad += 1
-                    bar.update(1, 0)
-                    continue
-                text, nv = next(scored_iter)
-                fh.write(text)
-                fh.flush()
-                scored += len(batch)
-                valid += nv
-                bar.update(len(batch), nv)
+                    scored += len(batch)
+                    valid += nv
+                    bar.update(len(batch), nv)
+    except KeyboardInterrupt:  # the rows written so far are whole: say where, and how to go on
+        if progress:
+            bar.stream.write(f"\nscore-file: stopped after {scored} new row(s), kept in {partial}; "
+                             "the same command resumes\n")
+            bar.stream.flush()
+        raise
     bar.update(0, 0, final=True)
     if parquet:
         assert channels is not None
@@ -727,6 +737,17 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
         partial.unlink(missing_ok=True)
     return {"total": len(records), "skipped": len(records) - len(todo), "scored": scored,
             "valid": valid, "bad": bad, "workers": used}
+
+
+def _at_least_one(text: str) -> int:
+    """``--workers``' type: an integer >= 1 (else argparse's usage error, exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {n}")
+    return n
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -746,7 +767,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=_at_least_one, default=None, metavar="N",
                    help="processes (or Ray actors) scoring in parallel (default: all cores, but one "
                         f"per {MIN_BATCHES_PER_WORKER} answers or groups and no more than fit in the "
                         "available memory on a wide market; with Ray the cluster's CPUs; 1: serial); "

@@ -105,3 +105,47 @@ def test_a_stopped_group_is_not_cut_when_the_resume_is_refused(tmp_path, capsys)
     rc, err = _run(capsys, src, part, "--group-field", "prompt", "--env", "us46-harsh")
     assert rc == 1 and "was scored on another environment" in err[-1]
     assert part.read_bytes() == b"".join(lines[:4])
+
+
+def test_ctrl_c_says_where_the_rows_are_and_the_same_command_resumes(tmp_path, capsys):
+    """Interrupted mid-file, score-file says how many new rows it kept and where; the rows are
+    whole, and the same call finishes the file with the bytes of an uninterrupted run."""
+    import io
+
+    import gymkit
+    from gymkit.scorefile import score_file
+
+    real = gymkit.make("us46-default")
+
+    class StopsAtThird:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def score(self, *a, **k):
+            self.calls += 1
+            if self.calls == 3:
+                raise KeyboardInterrupt
+            return real.score(*a, **k)
+
+    src = tmp_path / "f.txt"
+    src.write_text("rank(-returns)\nrank(close)\nrank(open)\nrank(-ts_delta(close, 3))\n")
+    out, full = tmp_path / "cards.jsonl", tmp_path / "full.jsonl"
+    stream = io.StringIO()
+    with pytest.raises(KeyboardInterrupt):
+        score_file(src, out, env=StopsAtThird(), stream=stream)
+    assert (f"score-file: stopped after 2 new row(s), kept in {out}; the same command resumes"
+            in stream.getvalue())
+    assert len(out.read_text().splitlines()) == 2
+    score_file(src, out, env=real, progress=False)
+    score_file(src, full, env=real, progress=False)
+    assert out.read_bytes() == full.read_bytes()
+
+
+def test_workers_below_one_is_a_usage_error(tmp_path, capsys):
+    src = tmp_path / "f.txt"
+    src.write_text("rank(-returns)\n")
+    rc = main(["score-file", str(src), "--out", str(tmp_path / "o.jsonl"), "--workers", "0"])
+    assert rc == 2 and "--workers: must be >= 1, not 0" in capsys.readouterr().err

@@ -37,8 +37,10 @@ answer (a torn last line from a crash is cut off first); Parquet output accumula
 ``OUT.partial.jsonl`` and is written (atomically) when the input is done.
 
 Workers: ``workers > 1`` scores the batches (one answer, or one whole group) in a process pool
-(``spawn``; each worker builds the environment once from ``env_factory``); rows are still
-written in input order, so the output bytes and resume behaviour equal the serial run's.
+(:func:`pool_start_method`: on Linux this process builds the environment, scores the first
+batch and forks the workers, which inherit both; elsewhere each spawned worker builds it once
+from ``env_factory``); rows are still written in input order, so the output bytes and resume
+behaviour equal the serial run's.
 ``engine="ray"`` does the same with Ray actors (:mod:`gymkit.ray_engine`), on a cluster
 (``ray_address``) or a local Ray started for the run.
 """
@@ -49,6 +51,7 @@ import argparse
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -512,13 +515,30 @@ def _make_on(env_id: str, panel: Any = None, split: Any = None) -> Any:
 
 
 def _init_worker(factory: Callable[[], Any]) -> None:
-    """Pool initializer: build this worker's environment once (its stderr notes silenced).
-    A worker ignores SIGINT: Ctrl-C reaches the whole process group, and the command, not
-    each worker's traceback, answers it (the pool is shut down on the way out)."""
+    """Spawned pool's initializer: build this worker's environment once (its stderr notes
+    silenced).  A worker ignores SIGINT: Ctrl-C reaches the whole process group, and the
+    command, not each worker's traceback, answers it (the pool is shut down on the way out)."""
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         _WORKER_ENV = factory()
+
+
+def _adopt_env(env: Any) -> None:
+    """Forked pool's initializer: score with the parent's environment, inherited with the
+    process (nothing pickled, its arrays shared copy-on-write); SIGINT ignored as above."""
+    global _WORKER_ENV
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_ENV = env
+
+
+def pool_start_method() -> str:
+    """How the local engine starts its workers: ``fork`` on Linux, where each worker inherits
+    the environment this process built (its market, archive and train context: no import,
+    ``make`` or context build per worker, and the arrays shared); ``spawn`` elsewhere (fork is
+    unsafe on macOS and absent on Windows), where each worker builds it from the factory.
+    Workers only score (NumPy and Numba kernels, no Polars or thread pool of their own)."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 def _worker_batch(batch: list[Record], timings: bool) -> tuple[str, int]:
@@ -617,12 +637,22 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         env = gymkit.make(env_id) if env is None else env
         yield _serial(env, good, timings), list(env.channels)
         return
-    pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(factory,))
+    first: list[tuple[str, int]] = []
+    if pool_start_method() == "fork":  # build once here, score the first batch (which builds
+        env = factory() if env is None else env  # the train context), then fork the workers
+        first.append(_score_batch(env, good[0], timings))
+        todo = good[1:]
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_adopt_env, initargs=(env,))
+    else:
+        todo = good
+        pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(factory,))
     try:
-        rows = pool.map(_worker_batch, good, [timings] * len(good),
-                        chunksize=max(1, min(16, len(good) // (8 * n))))
-        channels = pool.submit(_worker_channels).result() if want_channels and env is None else None
+        rows = itertools.chain(first, pool.map(_worker_batch, todo, [timings] * len(todo),
+                                               chunksize=max(1, min(16, len(todo) // (8 * n)))))
+        channels = (list(env.channels) if env is not None else
+                    pool.submit(_worker_channels).result() if want_channels else None)
         yield rows, channels
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -644,7 +674,8 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     ``briefs``: score a record that names its brief with it (module doc); False ignores briefs.
     ``engine``: ``"local"`` (``workers`` processes, None: all cores; 1: in this process) or
     ``"ray"`` (``workers`` Ray actors, None: the cluster's CPUs; ``ray_address`` for
-    ``ray.init``, None: a local Ray for the run).  Workers build their environment with
+    ``ray.init``, None: a local Ray for the run).  Forked local workers (Linux) inherit ``env``
+    (or the one ``env_factory`` builds here); spawned ones and Ray actors build theirs with
     ``env_factory`` (picklable; default ``gymkit.make(env_id)``), which must build the same
     environment as ``env``.  ``"torch"``: in this process, the formulas evaluated in bulk on
     ``device`` (:mod:`gymkit.bulk.cards`).  The output is byte-identical for every engine and
@@ -687,7 +718,9 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
     # the local pool's size, decided once: what runs is what the summary reports
     used = 0 if not good else pool_size(workers, env, len(good)) if engine == "local" else workers
     if progress and good and (engine == "ray" or (engine == "local" and used > 1)):
-        what = (f"starting {used} workers (each builds the environment once)" if engine == "local"
+        what = (f"starting {used} workers" + (" (each builds the environment once)"
+                                               if pool_start_method() == "spawn" else "")
+                if engine == "local"
                 else f"connecting to Ray at {ray_address}" if ray_address
                 else "starting a local Ray for the run")  # each start takes seconds: say so
         bar.stream.write(f"score-file: {what}\n")

@@ -86,7 +86,7 @@ def test_workers_on_a_user_market_write_the_serial_bytes_without_reading_the_fil
     # worker's start: a new user saw nothing for 20 s), and the summary names the pool
     lines = err.splitlines()
     assert lines[0] == f"score-file: loading the market {market}"
-    assert "score-file: starting 2 workers (each builds the environment once)" in lines
+    assert "score-file: starting 2 workers" in lines
     assert lines[-1].startswith("score-file: 4 scored (") and ", 2 workers; " in lines[-1]
     assert outs[0] == outs[1] and outs[0].count(b"\n") == len(MORE)
     mine = shutil.copy(market, tmp_path / "mine.csv")

@@ -89,3 +89,41 @@ def test_the_default_worker_count_fits_the_memory_of_a_wide_market(monkeypatch) 
     assert default_workers(None) == 16
     # the measured peak (RESULTS.md: 2.98 GiB, serial score-file, 60 answers at N = 3,000) fits
     assert BYTES_PER_CELL * 3304 * 3000 > 2.98 * gib
+
+
+def test_forked_workers_score_with_the_callers_environment(tmp_path: Path) -> None:
+    """On Linux the pool is forked from the calling process, so its workers score with the
+    environment the caller passed, not a fresh ``make``: here one whose archive grew by a
+    commit.  ``workers=2`` writes the serial bytes on that environment, and those differ from a
+    fresh environment's (the card names the archive state), so a worker that rebuilt its own
+    environment would fail this test."""
+    from gymkit.registry import make  # not the CLI tests' shared environment: this one changes
+    from gymkit.scorefile import pool_start_method, score_file
+
+    if pool_start_method() != "fork":
+        pytest.skip("workers are spawned on this platform (they build the environment themselves)")
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "formula": f}) + "\n"
+                           for i, f in enumerate(FORMULAS)), encoding="utf-8")
+    env = make("us46-default")
+    assert env.commit(["<alpha>rank(-ts_sum(returns, 6))</alpha>"]) == 1
+    outs = {}
+    for name, w, e in (("serial", 1, env), ("pool", 2, env), ("fresh", 1, make("us46-default"))):
+        counts = score_file(src, tmp_path / f"{name}.jsonl", progress=False, env=e, workers=w)
+        assert counts["workers"] == w
+        outs[name] = (tmp_path / f"{name}.jsonl").read_bytes()
+    assert outs["pool"] == outs["serial"]
+    assert outs["fresh"] != outs["serial"]
+
+
+def test_spawned_workers_write_the_serial_bytes(serial: tuple[Path, bytes], tmp_path: Path) -> None:
+    """Where workers are spawned (macOS, Windows), each builds the environment from the
+    factory; the bytes are still the serial run's.  Forced here on Linux, in a fresh process."""
+    src, want = serial
+    out = tmp_path / "spawned.jsonl"
+    code = ("import gymkit.scorefile as s; s.pool_start_method = lambda: 'spawn'; "
+            f"c = s.score_file({str(src)!r}, {str(out)!r}, workers=2, progress=False); "
+            "print(c['workers'])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["2"] and out.read_bytes() == want

@@ -335,14 +335,15 @@ def _load(source: Any, layout: Layout | None, strict: bool, adjust: bool,
     actions = [c for c in ACTION_COLUMNS if c in clean.columns]
     clean = clean.drop([c for c in (*ACTION_COLUMNS, "adj_close") if c in clean.columns])
     panel, present = _pivot(clean)
-    warned, warned_first = quality_warnings(panel.dates, panel.tickers, panel.open, panel.close,
+    warned, warned_first, warned_brief = quality_warnings(panel.dates, panel.tickers, panel.open, panel.close,
                                             panel.volume, present)
     if actions and not adjust:  # the file can fix its own jumps: say how
         jumps = warned.get("unadjusted-split", 0)
         notes = (*notes, f"the input has {' and '.join(actions)} column(s), not applied: prices are "
                  f"as written{f' ({jumps} unadjusted-split warning(s))' if jumps else ''}; "
                  "--adjust (load_panel(adjust=True)) applies them")
-    report = ValidationReport(report.counts, report.first, warned, warned_first, notes)
+    report = ValidationReport(report.counts, report.first, warned, warned_first, notes,
+                              warned_brief)
     return panel, report
 
 

@@ -54,9 +54,14 @@ WARNINGS: dict[str, str] = {
 }
 
 
-def _listing(rows: pl.DataFrame, describe: object, n: int) -> str:
+#: Rows a console note lists per warning rule (the report and ``gymkit market FILE`` list
+#: :data:`~gymkit.data.validate.MAX_LISTED_ROWS`).
+BRIEF_LISTED_ROWS = 3
+
+
+def _listing(rows: pl.DataFrame, describe: object, n: int, limit: int) -> str:
     parts = [f"{r['ticker']} {r['date']}: {describe(r)}"  # type: ignore[operator]
-             for r in rows.head(MAX_LISTED_ROWS).iter_rows(named=True)]
+             for r in rows.head(limit).iter_rows(named=True)]
     shown = f"{len(parts)} of {n} rows shown" if n > len(parts) else f"{n} row{'s' * (n > 1)}"
     return "; ".join(parts) + f" ({shown})"
 
@@ -194,8 +199,8 @@ def _frame(dates: np.ndarray, tickers: np.ndarray, r: np.ndarray, c: np.ndarray,
 
 def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarray,
                      close: np.ndarray, volume: np.ndarray, present: np.ndarray,
-                     ) -> tuple[dict[str, int], dict[str, str]]:
-    """(counts, listings) of the rules of :data:`WARNINGS` on a validated panel's (T, N)
+                     ) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
+    """(counts, listings, brief listings) of the rules of :data:`WARNINGS` on a validated panel's (T, N)
     grids: ``present`` marks the (date, ticker) rows the input had; NaN in a field is a
     missing value (or an absent row).  "The previous close" of a row is its ticker's
     previous *present* row's close, as in the long frame.  One compiled pass over the rows
@@ -229,9 +234,11 @@ def quality_warnings(dates: np.ndarray, tickers: Sequence[str], open_: np.ndarra
 
 
 def warning_report(hits: dict[str, pl.DataFrame], median_day: float,
-                   ) -> tuple[dict[str, int], dict[str, str]]:
-    """(counts, listings) from each rule's hit rows (in :data:`WARNINGS` order; a rule with
-    no row is left out): ``[rule] TICKER DATE: detail; …`` with the first rows listed."""
+                   ) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
+    """(counts, listings, brief listings) from each rule's hit rows (in :data:`WARNINGS`
+    order; a rule with no row is left out): ``[rule] TICKER DATE: detail; …`` with the first
+    :data:`~gymkit.data.validate.MAX_LISTED_ROWS` rows listed, and the first
+    :data:`BRIEF_LISTED_ROWS` in the brief one."""
     describe = {
         "unadjusted-split": lambda r: (f"open {_fmt(r['open'])} after close {_fmt(r['_prev'])} "
                                        f"({r['_gap']:+.0%}, market {r['_mkt']:+.1%})"),
@@ -243,9 +250,11 @@ def warning_report(hits: dict[str, pl.DataFrame], median_day: float,
     }
     counts: dict[str, int] = {}
     lines: dict[str, str] = {}
+    brief: dict[str, str] = {}
     for rule in WARNINGS:
         rows = hits.get(rule)
         if rows is not None and rows.height:
             counts[rule] = rows.height
-            lines[rule] = f"[{rule}] " + _listing(rows, describe[rule], rows.height)
-    return counts, lines
+            lines[rule] = f"[{rule}] " + _listing(rows, describe[rule], rows.height, MAX_LISTED_ROWS)
+            brief[rule] = f"[{rule}] " + _listing(rows, describe[rule], rows.height, BRIEF_LISTED_ROWS)
+    return counts, lines, brief

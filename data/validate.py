@@ -133,6 +133,8 @@ class ValidationReport:
     warned_first: dict[str, str] = field(default_factory=dict)
     #: What the loader did to the columns (aliases, dropped index or extra columns).
     notes: tuple[str, ...] = ()
+    #: ``warned_first`` with fewer rows listed (what a command prints).
+    warned_brief: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: per rule its count and message, warnings, notes."""

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(market_summary(default_market(), "gymkit default market (synthetic, embedded)"))
         return 0
-    panel = read_market(args, paths[0])
+    panel = read_market(args, paths[0], listed="full")
     from gymkit.config import EnvConfig, split_for_market
 
     cfg, how = split_for_market(EnvConfig(market="user"), panel.dates, parse_split(args.split))

@@ -58,11 +58,14 @@ def note(text: str) -> None:
     print(f"gymkit: note: {text}", file=sys.stderr)
 
 
-def read_market(args: Any, path: str | None = None) -> Any:
+def read_market(args: Any, path: str | None = None, *, listed: str = "brief") -> Any:
     """Load ``path`` (default ``args.market``) with the command's options; None when absent.
 
     Strict unless ``--lenient``; every column note, data-quality warning and lenient action
-    is printed to stderr.  Errors are one-line ``ValueError`` naming the file.
+    is printed to stderr.  A warning lists its first few rows (``listed="brief"``, what the
+    scoring commands print, with where to see more) or the report's first twenty
+    (``listed="full"``: ``gymkit market FILE``).  Errors are one-line ``ValueError`` naming
+    the file.
     """
     path = path if path is not None else getattr(args, "market", None)
     if path is None:
@@ -76,8 +79,10 @@ def read_market(args: Any, path: str | None = None) -> Any:
         columns=columns)
     for line in report.notes:
         note(f"{path}: {line}")
-    for line in report.warned_first.values():
-        note(f"{path}: warning {line}")
+    for rule, line in report.warned_first.items():
+        short = report.warned_brief.get(rule, line) if listed == "brief" else line
+        more = f"; 'gymkit market {path}' lists more" if short != line else ""
+        note(f"{path}: warning {short}{more}")
     if not report.ok:  # the summary's counts, then where each rule fired first
         note(f"{path}: --lenient: {report.summary()}")
         for rule, line in report.first.items():

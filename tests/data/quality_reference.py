@@ -12,8 +12,8 @@ import polars as pl
 from gymkit.data.quality import MARKET_CALM, SHORT_HISTORY, SPLIT_JUMP, THIN_SESSION, warning_report
 
 
-def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str]]:
-    """(counts, listings) of the rules of :data:`WARNINGS` on a clean long frame.
+def quality_warnings(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, str], dict[str, str]]:
+    """(counts, listings, brief listings) of the rules of :data:`WARNINGS` on a clean long frame.
 
     ``frame`` is sorted by (date, ticker) with Float64 price columns (``validate_long``'s
     output, after any corporate-action adjustment).

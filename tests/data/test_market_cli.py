@@ -309,3 +309,23 @@ def test_score_table_says_the_adapted_split_once(vendor, capsys) -> None:
     assert err.count("split adapted to the panel") == 1
     assert "split adapted to the panel" not in out
     assert "  note: brief_compliance: " in out
+
+
+def test_scoring_commands_list_a_few_warned_rows_and_market_lists_twenty(vendor, tmp_path,
+                                                                          capsys) -> None:
+    """A command that scores prints each warning with its first 3 rows and where to see more
+    (the real S&P file's 87 split hits made one 1,459-character note); ``gymkit market FILE``,
+    the command for inspecting a file, lists the report's first 20."""
+    clean, _ = vendor
+    df = pd.read_csv(clean)
+    df.loc[df.index[100:125], "Volume"] = 0.0  # 25 zero-volume rows, prices kept
+    path = tmp_path / "zeros.csv"
+    df.to_csv(path, index=False)
+    rc, _, err = cli(capsys, "score", "rank(-returns)", "--market", str(path))
+    line = next(ln for ln in err.splitlines() if "[zero-volume]" in ln)
+    assert rc == 0 and line.count("volume 0 with close") == 3
+    assert line.endswith(f"(3 of 25 rows shown); 'gymkit market {path}' lists more")
+    rc, _, err = cli(capsys, "market", str(path))
+    line = next(ln for ln in err.splitlines() if "[zero-volume]" in ln)
+    assert rc == 0 and line.count("volume 0 with close") == 20
+    assert line.endswith("(20 of 25 rows shown)")

@@ -100,9 +100,9 @@ def test_many_split_hits_and_a_wide_panel_equal_the_long_frame_definition() -> N
         pl.when(pl.Series(rng.uniform(size=h)) < 0.02).then(None).otherwise(pl.col("open")).alias("open"),
         pl.when(pl.Series(rng.uniform(size=h)) < 0.02).then(0.0).otherwise(pl.col("volume")).alias("volume"))
     clean, _ = validate_long(frame, strict=False, calendar_check=False)
-    counts, lines = _grid_warnings(clean)
+    counts, lines, brief = _grid_warnings(clean)
     assert counts["unadjusted-split"] == 84
-    assert (counts, lines) == reference(clean)
+    assert (counts, lines, brief) == reference(clean)
     # every hit, not only the 20 listed: the split days x the 12 tickers, in (date, ticker) order
     from gymkit.data.quality import MARKET_CALM, SPLIT_JUMP, _scan
 

@@ -772,19 +772,10 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
             "valid": valid, "bad": bad, "workers": used}
 
 
-def _at_least_one(text: str) -> int:
-    """``--workers``' type: an integer >= 1 (else argparse's usage error, exit 2)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {n}")
-    return n
-
-
 def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit score-file``."""
+    from .cli.options import add_market_args, positive_int
+
     p.add_argument("input", help="answers: .jsonl / .parquet, each record's field 'completion' (a "
                                  "model's whole answer: the formula inside <alpha>...</alpha>) or "
                                  "'formula' (a bare formula), or a text file of bare formulas, one "
@@ -800,7 +791,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timings", action="store_true", help="include per-phase timings in the cards")
     p.add_argument("--restart", action="store_true", help="ignore (delete) existing output instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--workers", type=_at_least_one, default=None, metavar="N",
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="processes (or Ray actors) scoring in parallel (default: all cores, but one "
                         f"per {MIN_BATCHES_PER_WORKER} answers or groups and no more than fit in the "
                         "available memory on a wide market; with Ray the cluster's CPUs; 1: serial); "
@@ -813,8 +804,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="with --engine ray: the cluster for ray.init(address=ADDR) (e.g. auto); "
                         "default: start a local Ray for the run")
-    from .cli.options import add_market_args
-
     add_market_args(p)
 
 

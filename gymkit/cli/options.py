@@ -53,6 +53,18 @@ def parse_split(text: str | None) -> dict[str, str] | None:
     return out
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (else argparse's usage error naming the option,
+    exit 2), for counts such as ``--workers`` where 0 or less has no meaning."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {n}")
+    return n
+
+
 def note(text: str) -> None:
     """Print one note line to stderr."""
     print(f"gymkit: note: {text}", file=sys.stderr)

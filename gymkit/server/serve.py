@@ -72,12 +72,12 @@ def serve(settings: ServerSettings, env: Any = None) -> None:
 
 def configure_serve(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit serve`` (the market's are the shared ``gymkit.cli.options``)."""
-    from gymkit.cli.options import add_market_args
+    from gymkit.cli.options import add_market_args, positive_int
 
     d = ServerSettings()
     p.add_argument("--host", default=d.host, help="bind address (default: loopback 127.0.0.1)")
     p.add_argument("--port", type=_port, default=d.port, help=f"port (default {d.port})")
-    p.add_argument("--workers", type=int, default=min(d.workers, os.cpu_count() or 1),
+    p.add_argument("--workers", type=positive_int, default=min(d.workers, os.cpu_count() or 1),
                    help="scoring worker processes (default: min(2, cores))")
     p.add_argument("--env", default=d.env_id, help=f"environment id or .toml (default {d.env_id})")
     p.add_argument("--token", default=None,

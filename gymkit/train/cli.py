@@ -32,6 +32,8 @@ CI_POLICY = "2 layers, width 64"
 
 def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit train``."""
+    from gymkit.cli.options import positive_int
+
     sub = p.add_subparsers(dest="train_cmd", required=True)
     for name, help_ in (("sft", "warm start on random-grammar formulas (syntax, not alpha)"),
                         ("rl", "GDPO + CISPO + REPO-R + KL from the warm start; probe; holdout once")):
@@ -40,20 +42,20 @@ def configure(p: argparse.ArgumentParser) -> None:
         q.add_argument("--env", default="us46-default", help="environment id (default us46-default)")
         q.add_argument("--seed", type=int, default=0)
         q.add_argument("--steps", type=int, default=None, help="optimiser steps")
-        q.add_argument("--threads", type=int, default=1, help="torch threads (part of determinism)")
+        q.add_argument("--threads", type=positive_int, default=1, help="torch threads (part of determinism)")
         q.add_argument("--ci", action="store_true", help="the short CI configuration")
         q.add_argument("--device", default="cpu", help="torch device: cpu (default, byte-identical) "
                        "or cuda where a GPU exists")
         if name == "sft":
-            q.add_argument("--layers", type=int, default=None, help="policy layers (default 3)")
-            q.add_argument("--width", type=int, default=None, help="policy width (default 96)")
-            q.add_argument("--heads", type=int, default=None, help="attention heads (default 4)")
-            q.add_argument("--pairs", type=int, default=None, help="warm-start pairs (default 6000)")
+            q.add_argument("--layers", type=positive_int, default=None, help="policy layers (default 3)")
+            q.add_argument("--width", type=positive_int, default=None, help="policy width (default 96)")
+            q.add_argument("--heads", type=positive_int, default=None, help="attention heads (default 4)")
+            q.add_argument("--pairs", type=positive_int, default=None, help="warm-start pairs (default 6000)")
         if name == "rl":
-            q.add_argument("--workers", type=int, default=None, help="processes scoring the answers' "
+            q.add_argument("--workers", type=positive_int, default=None, help="processes scoring the answers' "
                            "archive-free layers (default: the machine's cores, at most 8; any number "
                            "gives the same run, byte for byte)")
-            q.add_argument("--probe-every", type=int, default=None)
+            q.add_argument("--probe-every", type=positive_int, default=None)
             q.add_argument("--lr", type=float, default=None, help="RL learning rate (default 3e-4)")
             q.add_argument("--kl-beta", type=float, default=None, help="KL weight to the warm start "
                            "(default 0.08)")
@@ -132,8 +134,6 @@ def run(args: argparse.Namespace) -> int:
                    force_holdout=args.force_holdout)
         return 0
     workers = min(os.cpu_count() or 1, 8) if args.workers is None else args.workers
-    if workers < 1:
-        raise ValueError(f"--workers must be >= 1, not {workers}")
     run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout,
            workers=workers)
     return 0

@@ -31,8 +31,14 @@ def test_workers_are_refused_for_the_trl_trainer_and_below_one(tmp_path: Path, c
     (tmp_path / "sft" / "config.json").write_text("{}")
     assert main(["train", "rl", "--run", str(tmp_path), "--trainer", "trl", "--workers", "2"]) == 1
     assert "--workers applies to --trainer gymkit" in capsys.readouterr().err
-    assert main(["train", "rl", "--run", str(tmp_path), "--workers", "0"]) == 1
-    assert "--workers must be >= 1" in capsys.readouterr().err
+    for flag in ("--workers", "--probe-every", "--threads"):  # a usage error, as in score-file
+        assert main(["train", "rl", "--run", str(tmp_path), flag, "0"]) == 2
+        assert f"{flag}: must be >= 1, not 0" in capsys.readouterr().err
+    for flag in ("--layers", "--width", "--heads", "--pairs"):
+        assert main(["train", "sft", "--run", str(tmp_path), flag, "-1"]) == 2
+        assert f"{flag}: must be >= 1, not -1" in capsys.readouterr().err
+    assert main(["serve", "--workers", "0"]) == 2
+    assert "--workers: must be >= 1, not 0" in capsys.readouterr().err
     assert not (tmp_path / "rl").exists()
 
 

@@ -574,8 +574,9 @@ def _available_memory() -> int | None:
 
 
 #: Batches (answers, or groups) each worker of a default-sized pool gets at least: a worker's
-#: start (spawn, import, ``make``, its train context) costs about as much as this many cards
-#: (measured crossover: ~100 answers at N = 46, a few dozen at N = 3,000; RESULTS.md).
+#: start costs about as much as this many cards (spawned: import, ``make``, its train context;
+#: forked: loading the compiled kernels its formulas need; at N = 46 two forked workers still
+#: only tie one on 128 answers; RESULTS.md).
 MIN_BATCHES_PER_WORKER = 64
 
 

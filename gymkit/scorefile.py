@@ -61,6 +61,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -524,12 +525,55 @@ def _init_worker(factory: Callable[[], Any]) -> None:
         _WORKER_ENV = factory()
 
 
-def _adopt_env(env: Any) -> None:
+def _adopt_env(env: Any, parent: int) -> None:
     """Forked pool's initializer: score with the parent's environment, inherited with the
-    process (nothing pickled, its arrays shared copy-on-write); SIGINT ignored as above."""
+    process (nothing pickled, its arrays shared copy-on-write); SIGINT ignored as above, and
+    the worker ends with its parent (:func:`_die_with_parent`)."""
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
     _WORKER_ENV = env
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: ask the kernel for SIGTERM when the parent dies (``PR_SET_PDEATHSIG``), so a
+    parent killed with SIGKILL leaves no worker waiting forever on its queue; exit at once if
+    it is gone already.  Elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Ignore SIGINT for the block (main thread only): a second Ctrl-C during the pool's
+    cleanup cut it short and left the workers running, the command hung on their join."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut the pool down now: its workers are terminated (what they hold is not written, and
+    the rows written are whole), then joined."""
+    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if stop is not None:
+        stop()
+    else:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def pool_start_method() -> str:
@@ -644,7 +688,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         first.append(_score_batch(env, good[0], timings))
         todo = good[1:]
         pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_adopt_env, initargs=(env,))
+                                   initializer=_adopt_env, initargs=(env, os.getpid()))
     else:
         todo = good
         pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
@@ -655,8 +699,11 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
         channels = (list(env.channels) if env is not None else
                     pool.submit(_worker_channels).result() if want_channels else None)
         yield rows, channels
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # Ctrl-C, a dead worker, a write error: stop the workers, then raise
+        with _sigint_deferred():
+            _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default",
@@ -761,6 +808,12 @@ def score_file(src: str | Path, out: str | Path, *, env_id: str = "us46-default"
                              "the same command resumes\n")
             bar.stream.flush()
         raise
+    except BrokenProcessPool:  # a worker killed (the out-of-memory killer, kill -9)
+        from .cli.errors import RunStopped
+
+        raise RunStopped(f"a scoring worker process was killed (on a wide market, often the "
+                         f"out-of-memory killer: try fewer --workers); {scored} new row(s) "
+                         f"kept in {partial}; the same command resumes") from None
     bar.update(0, 0, final=True)
     if parquet:
         assert channels is not None

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-__all__ = ["INSTALL_HINTS", "USER_ERRORS", "UsageError", "missing_dependency"]
+__all__ = ["INSTALL_HINTS", "USER_ERRORS", "RunStopped", "UsageError", "missing_dependency"]
 
 
 class UsageError(Exception):
     """Raised by a handler for a bad combination of arguments: exit code 2."""
 
 
-#: Exceptions that mean "the user's input is wrong" (exit 1), not "gymkit is broken" (exit 3).
+class RunStopped(Exception):
+    """A run stopped from outside gymkit (say, a worker process killed by the out-of-memory
+    killer): exit code 1, with what was kept and how to go on in the message."""
+
+
+#: Exceptions that mean "the user's input is wrong" or "the run was stopped from outside"
+#: (exit 1), not "gymkit is broken" (exit 3).
 USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, FileNotFoundError,
                                                 IsADirectoryError, NotADirectoryError,
-                                                PermissionError)
+                                                PermissionError, RunStopped)
 
 
 #: Optional packages a command may need -> the install command named in its error.

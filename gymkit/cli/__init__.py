@@ -1,9 +1,10 @@
 """The ``gymkit`` command line: a package with one module per subcommand (``gymkit.cli.<name>``).
 
 Exit codes (every command): 0 ok, 1 user error (bad input, unknown id, missing file, a
-missing optional dependency: the message names the install command), 2 usage error (bad
-arguments), 3 internal error (a bug: please report it), 130 interrupted, 141 the output pipe
-closed early (``gymkit score ... | head``: quiet, no traceback).
+missing optional dependency: the message names the install command; a score-file worker killed
+from outside), 2 usage error (bad arguments), 3 internal error (a bug: please report it),
+130 interrupted, 141 the output pipe closed early (``gymkit score ... | head``: quiet, no
+traceback).
 Errors print as one line on stderr; ``--debug`` (anywhere on the line) adds the traceback.
 
 Layout: :mod:`.app` holds the table of commands (:data:`COMMANDS`), the parser and the

@@ -102,8 +102,8 @@ book on the train window; the card reports validity, 12 reward channels (13 with
 
 _EXIT_CODES = """\
 exit codes:
-  0 ok   1 user error (bad input, unknown id, missing file)   2 usage error
-  3 internal error (a bug; --debug shows the traceback)   130 interrupted
+  0 ok   1 user error (bad input, unknown id, missing file; a worker killed from outside)
+  2 usage error   3 internal error (a bug; --debug shows the traceback)   130 interrupted
   141 output pipe closed early (e.g. | head), quietly
 
   --debug (anywhere on the line) prints the traceback of an error; NO_COLOR=1 turns colour off."""

@@ -127,3 +127,31 @@ def test_spawned_workers_write_the_serial_bytes(serial: tuple[Path, bytes], tmp_
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["2"] and out.read_bytes() == want
+
+
+def test_the_fork_warning_of_python_312_does_not_break_the_pool(serial: tuple[Path, bytes],
+                                                                 tmp_path: Path) -> None:
+    """Python 3.12+ warns (DeprecationWarning) when a process with threads forks, and the
+    command's process has Polars' and BLAS' threads; under ``-W error`` the warning became an
+    exception inside the pool's start.  Simulated here (this suite's Python is 3.11): ``os.fork``
+    warns as 3.12's does, warnings are errors, and the pool still writes the serial bytes."""
+    from gymkit.scorefile import pool_start_method
+
+    if pool_start_method() != "fork":
+        pytest.skip("workers are spawned on this platform")
+    src, want = serial
+    out = tmp_path / "w.jsonl"
+    code = ("import os, warnings\n"
+            "real = os.fork\n"
+            "def fork():\n"
+            "    warnings.warn('This process (pid=%d) is multi-threaded, use of fork() may lead '\n"
+            "                  'to deadlocks in the child.' % os.getpid(), DeprecationWarning, 2)\n"
+            "    return real()\n"
+            "os.fork = fork\n"
+            "import gymkit.scorefile as s\n"
+            f"c = s.score_file({str(src)!r}, {str(out)!r}, workers=2, progress=False)\n"
+            "print(c['workers'])\n")
+    res = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["2"] and out.read_bytes() == want

@@ -698,9 +698,9 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
             # BLAS'): the workers use none of them (pool_start_method); under -W error it failed
             warnings.filterwarnings("ignore", r"This process .* is multi-threaded",
                                     DeprecationWarning)
-            scored = pool.map(_worker_batch, todo, [timings] * len(todo),  # forks the workers
+            mapped = pool.map(_worker_batch, todo, [timings] * len(todo),  # forks the workers
                               chunksize=max(1, min(16, len(todo) // (8 * n))))
-        rows = itertools.chain(first, scored)
+        rows = itertools.chain(first, mapped)
         channels = (list(env.channels) if env is not None else
                     pool.submit(_worker_channels).result() if want_channels else None)
         yield rows, channels

@@ -103,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
         SFTConfig(env_id=args.env, seed=args.seed), RLConfig(env_id=args.env, seed=args.seed))
     if args.train_cmd == "sft":
         size = {k: getattr(args, k) for k in ("layers", "width", "heads") if getattr(args, k) is not None}
-        if any(v < 1 for v in size.values()) or (args.pairs is not None and args.pairs < 1):
-            raise ValueError("--layers, --width, --heads and --pairs must be positive")
         if size.get("width", sft_cfg.policy.width) % size.get("heads", sft_cfg.policy.heads):
             raise ValueError("--width must be a multiple of --heads")
         cfg = replace(sft_cfg, threads=args.threads, device=args.device,

@@ -1,7 +1,8 @@
 """`gymkit train` flags as a user types them: policy size, pairs and scoring workers.
 
-A larger warm start is built with the size asked for (the saved config says so); bad sizes
-and a worker count the TRL trainer cannot use are one-line errors (exit 1) before any work.
+A larger warm start is built with the size asked for (the saved config says so); a count
+below 1 is a usage error (exit 2) naming the option, and sizes that do not fit together or a
+worker count the TRL trainer cannot use are one-line errors (exit 1), each before any work.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import pytest
 from gymkit.cli import main
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--layers", "0"], "must be positive"),
-    (["--width", "100", "--heads", "8"], "multiple of --heads"),
-    (["--pairs", "0"], "must be positive"),
+@pytest.mark.parametrize("argv, rc, message", [
+    (["--layers", "0"], 2, "--layers: must be >= 1, not 0"),
+    (["--width", "100", "--heads", "8"], 1, "multiple of --heads"),
+    (["--pairs", "0"], 2, "--pairs: must be >= 1, not 0"),
 ])
-def test_bad_policy_sizes_are_one_line_errors(tmp_path: Path, capsys, argv, message) -> None:
-    assert main(["train", "sft", "--run", str(tmp_path), *argv]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
+def test_bad_policy_sizes_are_one_line_errors(tmp_path: Path, capsys, argv, rc, message) -> None:
+    assert main(["train", "sft", "--run", str(tmp_path), *argv]) == rc
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines()  # less argparse's usage
+           if not ln.startswith(("usage:", " "))]
     assert len(err) == 1 and message in err[0]
     assert not (tmp_path / "sft").exists()
 

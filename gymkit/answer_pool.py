@@ -21,6 +21,7 @@ With ``workers <= 1`` nothing is spawned: :meth:`AnswerStatePool.states` returns
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -28,17 +29,20 @@ from types import TracebackType
 from typing import Any
 
 from gymkit.scoring import AnswerState, score_answers, share_group_duplicates
+from gymkit.worker_process import die_with_parent
 
 __all__ = ["AnswerStatePool"]
 
 _ENV: Any = None
 
 
-def _init_worker(factory: Callable[[], Any]) -> None:
+def _init_worker(factory: Callable[[], Any], parent: int) -> None:
     """Build this worker's environment; leave Ctrl-C (sent to the whole process group) to the
-    training command, which closes the pool, instead of printing each worker's traceback."""
+    training command, which closes the pool, instead of printing each worker's traceback; end
+    with the training process (a ``kill -9`` of it left the workers waiting for ever)."""
     global _ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
     _ENV = factory()
 
 
@@ -67,7 +71,7 @@ class AnswerStatePool:
         if workers == 1:
             return
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_init_worker, initargs=(factory,))
+                                         initializer=_init_worker, initargs=(factory, os.getpid()))
         prints = set(self._pool.map(_fingerprint, range(workers)))
         if expect_fingerprint is not None and prints != {expect_fingerprint}:
             self.close()

@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jsonl import parse_json_line
+from .worker_process import die_with_parent
 
 __all__ = ["Record", "default_workers", "flatten_card_row", "read_records", "scan_records",
            "score_file"]
@@ -528,24 +529,11 @@ def _init_worker(factory: Callable[[], Any]) -> None:
 def _adopt_env(env: Any, parent: int) -> None:
     """Forked pool's initializer: score with the parent's environment, inherited with the
     process (nothing pickled, its arrays shared copy-on-write); SIGINT ignored as above, and
-    the worker ends with its parent (:func:`_die_with_parent`)."""
+    the worker ends with its parent (:func:`~gymkit.worker_process.die_with_parent`)."""
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent)
+    die_with_parent(parent)
     _WORKER_ENV = env
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: ask the kernel for SIGTERM when the parent dies (``PR_SET_PDEATHSIG``), so a
-    parent killed with SIGKILL leaves no worker waiting forever on its queue; exit at once if
-    it is gone already.  Elsewhere a no-op."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 @contextlib.contextmanager

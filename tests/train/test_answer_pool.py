@@ -119,8 +119,11 @@ def test_a_scoring_worker_leaves_ctrl_c_to_the_training_command(monkeypatch):
     seen = []
     monkeypatch.setattr(signal, "signal", lambda sig, handler: seen.append((sig, handler)))
     monkeypatch.setattr(answer_pool, "_ENV", None)  # restored after the test
-    answer_pool._init_worker(lambda: "env")
+    parents = []  # (the death signal itself is tested with real processes below)
+    monkeypatch.setattr(answer_pool, "die_with_parent", parents.append)
+    answer_pool._init_worker(lambda: "env", 123)
     assert seen == [(signal.SIGINT, signal.SIG_IGN)] and answer_pool._ENV == "env"
+    assert parents == [123]
 
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux signals")

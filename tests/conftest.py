@@ -208,3 +208,27 @@ def cli(capsys):
         return rc, out, err
 
     return run
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (Linux ``/proc``; a zombie is not running)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def processes_left():
+    """``processes_left(pids, within=10)``: those of ``pids`` still running after waiting up
+    to ``within`` seconds for them to end (the signal tests' "no worker left behind")."""
+    import time
+
+    def left(pids: list[int], within: float = 10.0) -> list[int]:
+        deadline = time.monotonic() + within
+        while any(map(_running, pids)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return [p for p in pids if _running(p)]
+
+    return left

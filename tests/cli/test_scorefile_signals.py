@@ -42,14 +42,6 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in res.stdout.split()]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _start(src: Path, out: Path) -> tuple[subprocess.Popen[str], list[int]]:
     """The command with SIGINT at its default (a shell's background job ignores it), once its
     two workers exist and some rows are written."""
@@ -66,16 +58,13 @@ def _start(src: Path, out: Path) -> tuple[subprocess.Popen[str], list[int]]:
     raise AssertionError("the pool did not start within 120 s")
 
 
-def _finish(proc: subprocess.Popen[str], kids: list[int]) -> tuple[int, str]:
+def _finish(proc: subprocess.Popen[str], kids: list[int], processes_left) -> tuple[int, str]:
     try:
         rc = proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         raise AssertionError("the command hung") from None
-    deadline = time.monotonic() + 10
-    while any(map(_alive, kids)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [k for k in kids if _alive(k)]
+    left = processes_left(kids)
     for k in left:
         os.kill(k, signal.SIGKILL)
     assert not left, f"workers left running: {left}"
@@ -88,14 +77,14 @@ def _resumes(src: Path, out: Path, want: bytes) -> None:
     assert out.read_bytes() == want
 
 
-def test_a_killed_worker_is_a_one_line_error_and_the_run_resumes(answers, tmp_path) -> None:
+def test_a_killed_worker_is_a_one_line_error_and_the_run_resumes(answers, tmp_path, processes_left) -> None:
     """It was "internal error: BrokenProcessPool ..." (exit 3, "a bug"); a worker killed from
     outside (the out-of-memory killer, say) is exit 1 with what was kept."""
     src, want = answers
     out = tmp_path / "o.jsonl"
     proc, kids = _start(src, out)
     os.kill(kids[-1], signal.SIGKILL)
-    rc, err = _finish(proc, kids)
+    rc, err = _finish(proc, kids, processes_left)
     last = err.replace("\r", "\n").strip().splitlines()[-1]
     assert rc == 1, err
     assert last.startswith("gymkit score-file: error: a scoring worker process was killed")
@@ -103,18 +92,18 @@ def test_a_killed_worker_is_a_one_line_error_and_the_run_resumes(answers, tmp_pa
     _resumes(src, out, want)
 
 
-def test_a_killed_command_takes_its_workers_with_it(answers, tmp_path) -> None:
+def test_a_killed_command_takes_its_workers_with_it(answers, tmp_path, processes_left) -> None:
     """``kill -9`` of the command left both workers waiting on their queue for ever."""
     src, want = answers
     out = tmp_path / "o.jsonl"
     proc, kids = _start(src, out)
     proc.kill()
-    rc, _ = _finish(proc, kids)
+    rc, _ = _finish(proc, kids, processes_left)
     assert rc == -signal.SIGKILL
     _resumes(src, out, want)
 
 
-def test_ctrl_c_twice_neither_hangs_nor_leaves_workers(answers, tmp_path) -> None:
+def test_ctrl_c_twice_neither_hangs_nor_leaves_workers(answers, tmp_path, processes_left) -> None:
     """A second Ctrl-C during the pool's cleanup cut it short: the command then hung joining
     workers that were never told to stop, and a third left them running."""
     src, want = answers
@@ -123,7 +112,7 @@ def test_ctrl_c_twice_neither_hangs_nor_leaves_workers(answers, tmp_path) -> Non
     os.killpg(proc.pid, signal.SIGINT)
     time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)
-    rc, err = _finish(proc, kids)
+    rc, err = _finish(proc, kids, processes_left)
     assert rc in (130, -signal.SIGINT), err
     assert "the same command resumes" in err
     _resumes(src, out, want)

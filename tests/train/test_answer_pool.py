@@ -127,14 +127,13 @@ def test_a_scoring_worker_leaves_ctrl_c_to_the_training_command(monkeypatch):
 
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux signals")
-def test_the_workers_end_with_a_killed_training_process(tmp_path) -> None:
+def test_the_workers_end_with_a_killed_training_process(processes_left) -> None:
     """``kill -9`` of a training command left its scoring workers waiting on their queue for
     ever (spawned processes outlive their parent); they now ask for the parent's death signal."""
     import os
     import signal
     import subprocess
     import sys
-    import time
 
     code = ("import functools, time, gymkit\n"
             "from gymkit.answer_pool import AnswerStatePool\n"
@@ -150,18 +149,7 @@ def test_the_workers_end_with_a_killed_training_process(tmp_path) -> None:
         assert len(kids) >= 2  # the two workers (and the resource tracker, where there is one)
         proc.kill()
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-
-        def alive(pid: int) -> bool:
-            try:
-                with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-                    return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-            except OSError:
-                return False
-
-        while any(map(alive, kids)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [k for k in kids if alive(k)]
+        left = processes_left(kids)
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from gymkit.scoring import AnswerState, score_answers, share_group_duplicates
-from gymkit.worker_process import die_with_parent
+from gymkit.worker_process import die_with_parent, stop_pool
 
 __all__ = ["AnswerStatePool"]
 
@@ -72,7 +72,11 @@ class AnswerStatePool:
             return
         self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_init_worker, initargs=(factory, os.getpid()))
-        prints = set(self._pool.map(_fingerprint, range(workers)))
+        try:
+            prints = set(self._pool.map(_fingerprint, range(workers)))
+        except BaseException:  # Ctrl-C or a dead worker while they build their environments
+            self.close(now=True)
+            raise
         if expect_fingerprint is not None and prints != {expect_fingerprint}:
             self.close()
             raise ValueError(f"the scoring workers built other environments ({sorted(prints)} != "
@@ -89,15 +93,21 @@ class AnswerStatePool:
         done = dict(zip(texts, self._pool.map(_state_of, texts, chunksize=chunk), strict=True))
         return [share_group_duplicates([done[c] for c in g]) for g in groups]
 
-    def close(self) -> None:
-        """Stop the workers (idempotent)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, *, now: bool = False) -> None:
+        """Stop the workers (idempotent): let them finish the answers they hold, or with
+        ``now`` (an error or Ctrl-C) terminate them, a second Ctrl-C held off until they are
+        joined (:func:`~gymkit.worker_process.stop_pool`)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if now:
+            stop_pool(pool)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> AnswerStatePool:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.close()
+        self.close(now=exc_type is not None)

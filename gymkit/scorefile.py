@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jsonl import parse_json_line
-from .worker_process import die_with_parent
+from .worker_process import die_with_parent, stop_pool
 
 __all__ = ["Record", "default_workers", "flatten_card_row", "read_records", "scan_records",
            "score_file"]
@@ -516,12 +516,14 @@ def _make_on(env_id: str, panel: Any = None, split: Any = None) -> Any:
     return gymkit.make(env_id, market=panel, **({} if split is None else {"split": split}))
 
 
-def _init_worker(factory: Callable[[], Any]) -> None:
+def _init_worker(factory: Callable[[], Any], parent: int) -> None:
     """Spawned pool's initializer: build this worker's environment once (its stderr notes
     silenced).  A worker ignores SIGINT: Ctrl-C reaches the whole process group, and the
-    command, not each worker's traceback, answers it (the pool is shut down on the way out)."""
+    command, not each worker's traceback, answers it (the pool is shut down on the way out);
+    it ends with its parent (:func:`~gymkit.worker_process.die_with_parent`)."""
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent)
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         _WORKER_ENV = factory()
 
@@ -534,34 +536,6 @@ def _adopt_env(env: Any, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(parent)
     _WORKER_ENV = env
-
-
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Ignore SIGINT for the block (main thread only): a second Ctrl-C during the pool's
-    cleanup cut it short and left the workers running, the command hung on their join."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Shut the pool down now: its workers are terminated (what they hold is not written, and
-    the rows written are whole), then joined."""
-    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
-    if stop is not None:
-        stop()
-    else:
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def pool_start_method() -> str:
@@ -680,7 +654,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
     else:
         todo = good
         pool = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(factory,))
+                                   initializer=_init_worker, initargs=(factory, os.getpid()))
     try:
         with warnings.catch_warnings():  # Python 3.12+ warns on fork() beside threads (Polars',
             # BLAS'): the workers use none of them (pool_start_method); under -W error it failed
@@ -693,8 +667,7 @@ def _engine(name: str, good: list[list[Record]], timings: bool, *, workers: int 
                     pool.submit(_worker_channels).result() if want_channels else None)
         yield rows, channels
     except BaseException:  # Ctrl-C, a dead worker, a write error: stop the workers, then raise
-        with _sigint_deferred():
-            _stop_pool(pool)
+        stop_pool(pool)
         raise
     pool.shutdown(wait=True)
 

@@ -160,8 +160,11 @@ def test_a_worker_leaves_ctrl_c_to_the_command(monkeypatch):
     seen = []
     monkeypatch.setattr(signal, "signal", lambda sig, handler: seen.append((sig, handler)))
     monkeypatch.setattr(scorefile, "_WORKER_ENV", None)  # restored after the test
-    scorefile._init_worker(lambda: "env")
+    parents = []  # the spawned worker also ends with the command (recorded, not requested here)
+    monkeypatch.setattr(scorefile, "die_with_parent", parents.append)
+    scorefile._init_worker(lambda: "env", 123)
     assert seen == [(signal.SIGINT, signal.SIG_IGN)] and scorefile._WORKER_ENV == "env"
+    assert parents == [123]
 
 
 def test_answers_that_name_their_brief_are_scored_with_it(tmp_path, capsys, shared_env) -> None:

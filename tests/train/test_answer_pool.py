@@ -156,3 +156,50 @@ def test_the_workers_end_with_a_killed_training_process(processes_left) -> None:
         except ProcessLookupError:
             pass
     assert not left, f"processes left running: {left}"
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux signals")
+def test_ctrl_c_twice_during_scoring_neither_hangs_nor_leaves_workers(processes_left) -> None:
+    """A training command's pool closed gracefully on Ctrl-C (letting its workers finish what
+    they held); a second Ctrl-C cut that close short.  The workers are now terminated on an
+    error, with SIGINT held off until they are joined (score-file's pool does the same)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import functools, gymkit\n"
+            "from gymkit.answer_pool import AnswerStatePool\n"
+            "texts = [f'<alpha>rank(-ts_sum(returns, {w}))</alpha>' for w in range(2, 202)]\n"
+            "with AnswerStatePool(functools.partial(gymkit.make, 'us46-default'), 2) as pool:\n"
+            "    pool.states([texts[:4]])\n"
+            "    print('ready', flush=True)\n"
+            "    while True:\n"
+            "        pool.states([texts])\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        kids = [int(x) for x in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+        assert len(kids) >= 2
+        time.sleep(0.5)  # the workers busy with a long map
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the training process hung after Ctrl-C twice") from None
+        left = processes_left(kids)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    err = proc.stderr.read() if proc.stderr else ""
+    assert rc in (1, 130, -signal.SIGINT), err
+    assert not left, f"processes left running: {left}"
+    assert "Exception in thread" not in err, err  # the pool's own thread failed on the way out

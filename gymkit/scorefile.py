@@ -516,14 +516,16 @@ def _make_on(env_id: str, panel: Any = None, split: Any = None) -> Any:
     return gymkit.make(env_id, market=panel, **({} if split is None else {"split": split}))
 
 
-def _init_worker(factory: Callable[[], Any], parent: int) -> None:
-    """Spawned pool's initializer: build this worker's environment once (its stderr notes
-    silenced).  A worker ignores SIGINT: Ctrl-C reaches the whole process group, and the
-    command, not each worker's traceback, answers it (the pool is shut down on the way out);
-    it ends with its parent (:func:`~gymkit.worker_process.die_with_parent`)."""
+def _init_worker(factory: Callable[[], Any], parent: int | None = None) -> None:
+    """Spawned pool's (and a Ray actor's) initializer: build this worker's environment once
+    (its stderr notes silenced).  A worker ignores SIGINT: Ctrl-C reaches the whole process
+    group, and the command, not each worker's traceback, answers it (the pool is shut down on
+    the way out); given its ``parent``'s pid, it ends with it
+    (:func:`~gymkit.worker_process.die_with_parent`; a Ray actor is Ray's to stop)."""
     global _WORKER_ENV
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent)
+    if parent is not None:
+        die_with_parent(parent)
     with open(os.devnull, "w") as null, contextlib.redirect_stderr(null):
         _WORKER_ENV = factory()
 

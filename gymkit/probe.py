@@ -7,9 +7,9 @@ must not be needed to score).  Or the 101-alpha corpus as one checkpoint (:func:
 Per checkpoint, always (train window only; the selector):
 
 * ``train_cpcv`` — mean over **all** the answers of the R1 value (clipped CPCV of net train
-  returns with training costs; an invalid answer counts at its card's R1, the invalid
-  penalty) — the checkpoint rule picks the highest.  A mean over the valid answers alone
-  would let a checkpoint that writes few valid answers, but good ones, win the selection
+  returns with training costs; an invalid answer counts at -5, the clip, the lowest value a
+  valid answer can have: :func:`selector_value`) — the checkpoint rule picks the highest.
+  A mean over the valid answers alone would let a checkpoint that writes few valid answers, but good ones, win the selection
   (a real run shipped a checkpoint with 11 of 50 valid that way); that mean is kept as
   ``train_cpcv_valid``;
 * ``valid`` — valid answers / answers (the environment's layer-1 gate, turnover floor included);
@@ -64,10 +64,20 @@ __all__ = [
     "holdout_score",
     "probe",
     "read_answers",
+    "selector_value",
     "write_holdout_once",
 ]
 
 _NUM = re.compile(r"(?<![A-Za-z_])\d+(\.\d+)?(e[-+]?\d+)?")
+
+
+def selector_value(card: Any, clip: float) -> float:
+    """One answer's term in the checkpoint rule's ``train_cpcv``: its R1 (the clipped train
+    CPCV) when valid, else ``-clip``, the lowest R1 a valid answer can have.  An invalid card's
+    R1 is its gate's fixed penalty (-0.8 for a syntax error), above every valid R1 in
+    [-5, -0.8): counted at it, a checkpoint that broke its worst formulas into syntax errors
+    had a higher mean, and the rule could ship it over one that wrote them validly."""
+    return float(card.channels["cpcv"]) if card.valid else -float(clip)
 
 
 def family_of(canonical: str) -> str:
@@ -158,7 +168,8 @@ def probe(env: Any, answers: Sequence[dict[str, str]], holdout: bool = False, *,
     for ck, cards in scored.items():
         valid = [c for c in cards if c.valid]
         fams = {family_of(c.canonical) for c in valid if c.canonical}
-        train = float(np.mean([c.channels["cpcv"] for c in cards])) if cards else float("nan")
+        clip = env.setup.params.cpcv_clip
+        train = float(np.mean([selector_value(c, clip) for c in cards])) if cards else float("nan")
         train_valid = float(np.mean([c.channels["cpcv"] for c in valid])) if valid else float("nan")
         row = CheckpointRow(ck, len(cards), len(valid), len(fams), train, train_valid, look=look)
         row.answers = [{"formula": c.formula, "valid": c.valid,

@@ -3,7 +3,7 @@
 * :func:`probe_answers` — greedy answers of a checkpoint to the frozen probe briefs
   (:func:`gymkit.briefs.probe_briefs`, holdout families: briefs training never saw).
 * :func:`train_row` — those answers scored on the **train window** (the selector): mean R1
-  of all the answers, an invalid one at its card's penalty (``train_cpcv``, as in
+  of all the answers, an invalid one at the R1 floor (``train_cpcv``, as in
   :mod:`gymkit.probe`; the valid answers' mean is ``train_cpcv_valid``), valid count,
   distinct formula families, and per
   answer the figures the red-team read-out needs (reward, IC, turnover, archive correlation,
@@ -59,13 +59,14 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
     alone, which the read-out's ``archive_clone`` flag uses (a run's answers resemble its own
     earlier commits by construction).  ``pool``: an :class:`~gymkit.answer_pool.AnswerStatePool`
     computing the answers' archive-free layers (the same figures)."""
-    from gymkit.probe import family_of
+    from gymkit.probe import family_of, selector_value
 
     text = {b.brief_id: b.text for b in briefs}
-    answers, pnls = [], []
+    answers, pnls, cards = [], [], []
     pre = (None if pool is None else pool.states([[r["completion"]] for r in rows])) or [None] * len(rows)
     for r, states in zip(rows, pre, strict=True):
         c = env.score_group([r["completion"]], brief=text.get(r["brief_id"]), states=states)[0]
+        cards.append(c)
         nov = c.metrics.get("novelty") or {}
         answers.append({
             "brief_id": r["brief_id"], "completion": r["completion"], "valid": c.valid,
@@ -82,10 +83,11 @@ def train_row(env: Any, rows: Sequence[dict[str, str]], briefs: Sequence[Any],
             answers[-1]["seed_archive_nearest"] = None if near is None else near.form
         pnls.append(pnl)
     valid = [a for a in answers if a["valid"]]
+    selector = [selector_value(c, env.setup.params.cpcv_clip) for c in cards]
     row = {"checkpoint": rows[0]["checkpoint"] if rows else "", "n": len(answers),
            "n_valid": len(valid), "families": len({a["family"] for a in valid}),
-           # the selector: every answer's R1, an invalid one at its card's penalty (gymkit.probe)
-           "train_cpcv": float(np.mean([a["train_cpcv"] for a in answers])) if answers else -1.0,
+           # the selector: every answer's R1, an invalid one at the R1 floor (probe.selector_value)
+           "train_cpcv": float(np.mean(selector)) if answers else -1.0,
            "train_cpcv_valid": float(np.mean([a["train_cpcv"] for a in valid])) if valid else None,
            "mean_reward": float(np.mean([a["reward"] for a in answers])) if answers else 0.0,
            "answers": answers}

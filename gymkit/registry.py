@@ -20,7 +20,7 @@ from typing import Any
 from .config import EnvConfig, split_for_market
 from .env import Environment, resolve_market
 
-__all__ = ["ENVIRONMENTS", "list_envs", "make"]
+__all__ = ["ENVIRONMENTS", "env_config", "list_envs", "make"]
 
 #: Named environment configurations.
 ENVIRONMENTS: dict[str, EnvConfig] = {
@@ -44,7 +44,9 @@ def list_envs() -> list[str]:
     return sorted(ENVIRONMENTS)
 
 
-def _config_of(env_id: str | EnvConfig | Path) -> EnvConfig:
+def env_config(env_id: str | EnvConfig | Path) -> EnvConfig:
+    """The configuration ``make(env_id)`` builds from: a registered id, a ``.toml`` file or an
+    EnvConfig; an unknown id is a ValueError naming it (and the nearest registered one)."""
     if isinstance(env_id, EnvConfig):
         return env_id
     key = str(env_id)
@@ -72,7 +74,7 @@ def make(env_id: str | EnvConfig | Path = "us46-default", *, market: Any = None,
     (:func:`gymkit.config.split_for_market`): with no split, a user market holds out its
     last 252 sessions and the environment's notes say so.
     """
-    config = _config_of(env_id)
+    config = env_config(env_id)
     split = overrides.pop("split", None)
     if market is not None and "market" not in overrides:
         overrides["market"] = "user"

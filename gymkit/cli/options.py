@@ -15,8 +15,8 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_holdout_args", "add_market_args", "make_env", "note", "parse_split",
-           "read_market"]
+__all__ = ["add_holdout_args", "add_market_args", "make_env", "non_negative_int", "note",
+           "parse_split", "positive_int", "read_market"]
 
 
 def add_market_args(p: argparse.ArgumentParser, *, market: bool = True, split: bool = True) -> None:
@@ -62,6 +62,18 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, not {n}")
+    return n
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0 (else argparse's usage error naming the option,
+    exit 2), for seeds."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {n}")
     return n
 
 

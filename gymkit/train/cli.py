@@ -32,7 +32,7 @@ CI_POLICY = "2 layers, width 64"
 
 def configure(p: argparse.ArgumentParser) -> None:
     """Arguments of ``gymkit train``."""
-    from gymkit.cli.options import positive_int
+    from gymkit.cli.options import non_negative_int, positive_int
 
     sub = p.add_subparsers(dest="train_cmd", required=True)
     for name, help_ in (("sft", "warm start on random-grammar formulas (syntax, not alpha)"),
@@ -40,8 +40,8 @@ def configure(p: argparse.ArgumentParser) -> None:
         q = sub.add_parser(name, help=help_, description=help_)
         q.add_argument("--run", required=True, help="run directory (RUN/sft, RUN/rl)")
         q.add_argument("--env", default="us46-default", help="environment id (default us46-default)")
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--steps", type=int, default=None, help="optimiser steps")
+        q.add_argument("--seed", type=non_negative_int, default=0)
+        q.add_argument("--steps", type=positive_int, default=None, help="optimiser steps")
         q.add_argument("--threads", type=positive_int, default=1, help="torch threads (part of determinism)")
         q.add_argument("--ci", action="store_true", help="the short CI configuration")
         q.add_argument("--device", default="cpu", help="torch device: cpu (default, byte-identical) "
@@ -74,6 +74,32 @@ def configure(p: argparse.ArgumentParser) -> None:
     research_cli.configure(sub)  # research (multi-turn RL) and serve (issue 25)
 
 
+def check_device(name: str) -> None:
+    """A ValueError naming ``--device`` unless torch can put a tensor there (a CUDA device
+    on a build or machine without one was an internal error, after minutes of work)."""
+    import torch
+
+    try:
+        torch.empty(1, device=torch.device(name))
+    except Exception as exc:  # RuntimeError, AssertionError ("not compiled with CUDA"), ...
+        what = " ".join(str(exc).split())[:160]
+        raise ValueError(f"--device {name}: torch cannot use it here ({what}); "
+                         "--device cpu runs anywhere") from None
+
+
+def check_writable(folder: Path) -> None:
+    """A ValueError naming ``folder`` unless a file can be written in it (made if missing): a
+    read-only run folder failed only when the trained policy was saved."""
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{folder}: cannot write the run there ({exc.strerror or exc})") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run one ``gymkit train`` subcommand."""
     from dataclasses import replace
@@ -96,8 +122,13 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(f"wrote {Path(args.run_dir) / 'report' / 'index.html'}")
         return 0
+    from gymkit.registry import env_config
+
     from .rl import RLConfig, run_rl
     from .sft import SFTConfig, run_sft
+
+    env_config(args.env)  # an unknown environment: one line, before any folder is made
+    check_device(args.device)
 
     sft_cfg, rl_cfg = ci_configs(args.env, args.seed) if args.ci else (
         SFTConfig(env_id=args.env, seed=args.seed), RLConfig(env_id=args.env, seed=args.seed))
@@ -105,17 +136,22 @@ def run(args: argparse.Namespace) -> int:
         size = {k: getattr(args, k) for k in ("layers", "width", "heads") if getattr(args, k) is not None}
         if size.get("width", sft_cfg.policy.width) % size.get("heads", sft_cfg.policy.heads):
             raise ValueError("--width must be a multiple of --heads")
+        check_writable(Path(args.run) / "sft")
         cfg = replace(sft_cfg, threads=args.threads, device=args.device,
                       policy=replace(sft_cfg.policy, **size),
-                      **({"steps": args.steps} if args.steps else {}),
+                      **({"steps": args.steps} if args.steps is not None else {}),
                       **({"pairs": args.pairs} if args.pairs is not None else {}))
         run_sft(cfg, args.run)
+        print(f"wrote {Path(args.run) / 'sft'}; next: gymkit train rl --run {args.run}")
         return 0
     if not (Path(args.run) / "sft" / "config.json").is_file():
         raise ValueError(f"{args.run}: no warm start (run `gymkit train sft --run {args.run}` first)")
+    if args.trainer == "trl" and args.workers not in (None, 1):
+        raise ValueError("--workers applies to --trainer gymkit (TRL scores in its own loop)")
+    check_writable(Path(args.run) / "rl")
     over: dict[str, Any] = {"threads": args.threads, "no_floor": args.no_floor, "floor": args.floor,
                             "device": args.device}
-    if args.steps:
+    if args.steps is not None:
         over["steps"] = args.steps
     if args.probe_every:
         over["probe_every"] = args.probe_every
@@ -126,12 +162,11 @@ def run(args: argparse.Namespace) -> int:
     if args.trainer == "trl":
         from .trl_trainer import run_rl_trl
 
-        if args.workers not in (None, 1):
-            raise ValueError("--workers applies to --trainer gymkit (TRL scores in its own loop)")
         run_rl_trl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
                    force_holdout=args.force_holdout)
-        return 0
-    workers = min(os.cpu_count() or 1, 8) if args.workers is None else args.workers
-    run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger, force_holdout=args.force_holdout,
-           workers=workers)
+    else:
+        workers = min(os.cpu_count() or 1, 8) if args.workers is None else args.workers
+        run_rl(replace(rl_cfg, **over), args.run, ledger=args.ledger,
+               force_holdout=args.force_holdout, workers=workers)
+    print(f"wrote {Path(args.run) / 'rl'}; next: gymkit train report {args.run}")
     return 0

@@ -69,12 +69,20 @@ def save_policy(model: Any, tok: Tokenizer, path: str | Path, cfg: PolicyConfig 
 
 
 def load_policy(path: str | Path) -> tuple[Any, Tokenizer]:
-    """Load a policy written by :func:`save_policy`: (model in eval mode, tokenizer)."""
+    """Load a policy written by :func:`save_policy`: (model in eval mode, tokenizer).  A
+    folder with a file missing, cut short or damaged is a ValueError naming it (it was
+    transformers' or safetensors' own error, reported as an internal one)."""
     from transformers import LlamaForCausalLM
 
     path = Path(path)
-    model = LlamaForCausalLM.from_pretrained(path, attn_implementation="eager")
-    return model.eval(), Tokenizer.load(path / "tokenizer.json")
+    try:
+        model = LlamaForCausalLM.from_pretrained(path, attn_implementation="eager")
+        tok = Tokenizer.load(path / "tokenizer.json")
+    except Exception as exc:  # OSError, safetensors' and json's errors: an incomplete save
+        what = " ".join(str(exc).split())[:200]
+        raise ValueError(f"{path}: the policy saved there is incomplete or damaged "
+                         f"({type(exc).__name__}: {what}); write it again") from exc
+    return model.eval(), tok
 
 
 def _cache_kw() -> str:

@@ -117,11 +117,28 @@ def seed_table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc}); the RL run is "
+                         "incomplete (run `gymkit train rl` again)") from None
+
+
+def _read_json(path: Path, text: str | None = None) -> Any:
+    """``path``'s JSON (or ``text``, one of its lines)."""
+    try:
+        return json.loads(_read_text(path) if text is None else text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not the JSON an RL run writes ({exc}); the RL run is "
+                         "incomplete (run `gymkit train rl` again)") from None
+
+
 def build_report(run_dir: str | Path) -> dict[str, Any]:
     """The report's JSON content for the run in ``run_dir`` (module doc)."""
     rl = Path(run_dir) / "rl"
-    table = json.loads((rl / "table.json").read_text(encoding="utf-8"))
-    log = [json.loads(x) for x in (rl / "log.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    table = _read_json(rl / "table.json")
+    log = [_read_json(rl / "log.jsonl", x) for x in _read_text(rl / "log.jsonl").splitlines() if x]
     red = {r["checkpoint"]: flag_answers(r["answers"]) for r in table["rows"]}
     counts = Counter(f for answers in red.values() for a in answers for f in a["flags"])
     curves = {k: [rec.get(k) for rec in log] for k in
@@ -151,6 +168,10 @@ def _fmt(v: Any, kind: str = "f") -> str:
         return "—"
     if kind == "%":
         return f"{100 * v:+.1f}%"
+    if kind == "day":  # a turnover, as the legend gives the floor
+        return f"{100 * v:.1f}%"
+    if kind == "ic":  # read against the 0.005 threshold: +0.00 hid it
+        return f"{v:+.4f}"
     return f"{v:+.2f}" if isinstance(v, float) else str(v)
 
 
@@ -179,11 +200,11 @@ def _html(rep: dict[str, Any]) -> str:
         lines = "".join(
             f"<tr><td>{a['top_rank']}</td><td><code>{e(str(a['formula'] or a['completion']))}</code></td>"
             f"<td>{e(_fmt(a['reward']))}</td><td>{e(_fmt(a['train_cpcv']))}</td>"
-            f"<td>{e(_fmt(a['holdout_score']))}</td><td>{e(_fmt(a['ic']))}</td>"
-            f"<td>{e(_fmt(a['turnover']))}</td><td>{e(', '.join(a['flags']) or ('invalid: ' + str(a['error']) if not a['valid'] else ''))}</td></tr>"
+            f"<td>{e(_fmt(a['holdout_score']))}</td><td>{e(_fmt(a['ic'], 'ic'))}</td>"
+            f"<td>{e(_fmt(a['turnover'], 'day'))}</td><td>{e(', '.join(a['flags']) or ('invalid: ' + str(a['error']) if not a['valid'] else ''))}</td></tr>"
             for a in answers)
         red.append(f"<h3>checkpoint step {e(ck)}</h3><table><tr><th>#</th><th>formula</th><th>reward</th>"
-                   f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover</th><th>flags</th></tr>"
+                   f"<th>train CPCV</th><th>holdout</th><th>IC</th><th>turnover/day</th><th>flags</th></tr>"
                    f"{lines}</table>")
     counts = ", ".join(f"{k}: {'n/a' if v is None else v}" for k, v in rep["flag_counts"].items())
     refused = holdout_line(rep)
@@ -197,6 +218,8 @@ def _html(rep: dict[str, Any]) -> str:
             + (f"<p><strong>{e(refused)}</strong></p>" if refused else "") +
             f"<h2>Train vs. holdout ({e(str(rep['config'].get('probe_size', '?')))} frozen probe "
             f"briefs, greedy)</h2><table><tr>{head}</tr>{body}</table>"
+            "<p>train CPCV: the mean R1 of every probe answer, an invalid one at -5 (the "
+            "checkpoint rule); holdout score and the book: the valid answers only.</p>"
             f"<h2>Training curves (per step)</h2>{curves}"
             f"<h2>Red-team read-out: top-20 answers by train reward per checkpoint</h2>"
             f"<p>flag counts: {e(counts)}</p><dl>{legend}</dl>"

@@ -82,6 +82,24 @@ class RLConfig:
     device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
 
 
+def fresh_rl_dir(run_dir: Path, log: Any = None) -> Path:
+    """``run_dir/rl`` emptied for a new RL run (``checkpoints/`` made), ``run_dir/report``
+    removed, and where either held an earlier run, one line to ``log`` saying so.  A re-run
+    into the same folder used to overwrite the logs and the config but leave the earlier run's
+    checkpoints, table and report beside them: cut short, ``gymkit train report`` then
+    printed the old table over the new curves.  The warm start (``sft/``) is kept."""
+    import shutil
+
+    out = run_dir / "rl"
+    old = [p for p in (out, run_dir / "report") if p.exists()]
+    for p in old:
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    if old and log is not None:
+        log(f"replaced the earlier RL run in {out} (and its report)")
+    (out / "checkpoints").mkdir(parents=True)
+    return out
+
+
 def _print(line: str) -> None:
     print(line, flush=True)
 
@@ -228,11 +246,10 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     log = log or _print
     deterministic(cfg.threads)
     run_dir = Path(run_dir)
-    out = run_dir / "rl"
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1, sort_keys=True) + "\n")
     model, tok = load_policy(run_dir / "sft")
     ref, _ = load_policy(run_dir / "sft")
+    out = fresh_rl_dir(run_dir, log)
+    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=1, sort_keys=True) + "\n")
     model, ref = model.to(cfg.device), ref.to(cfg.device)
     for p in ref.parameters():
         p.requires_grad_(False)
@@ -247,8 +264,8 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     train_briefs = split_briefs(generate_briefs(), "train")
     probe_briefs = protocol.probe_set()[:cfg.probe_size]
     thermo = Thermostat(cfg.zeta0, cfg.zeta_max, cfg.thermostat_window)
-    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8")
-             for k in ("log", "rollouts", "probe", "timings")}
+    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8", buffering=1)  # line by line:
+             for k in ("log", "rollouts", "probe", "timings")}  # a killed run's files agree
     rows: list[dict[str, Any]] = []
     pnls_of: dict[str, list[Any]] = {}
 

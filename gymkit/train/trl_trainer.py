@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from .policy import deterministic, load_policy
-from .rl import RLConfig, Thermostat, _dump, _print, probe_checkpoint, repo_r
+from .rl import RLConfig, Thermostat, _dump, _print, fresh_rl_dir, probe_checkpoint, repo_r
 
 __all__ = ["hf_tokenizer", "logprob_tile", "no_recompute", "prompt_text", "run_rl_trl",
            "trainer_class"]
@@ -209,11 +209,10 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
     log = log or _print
     deterministic(cfg.threads)
     run_dir = Path(run_dir)
-    out = run_dir / "rl"
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    model, tok = load_policy(run_dir / "sft")
+    out = fresh_rl_dir(run_dir, log)
     (out / "config.json").write_text(json.dumps({**asdict(cfg), "trainer": "trl"}, indent=1,
                                                 sort_keys=True) + "\n")
-    model, tok = load_policy(run_dir / "sft")
     model.train()
     env = get_env(cfg.env_id)
     from gymkit.verifiers.archive import NoveltyArchive
@@ -236,7 +235,7 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         save_strategy="no", report_to="none", disable_tqdm=True, dataloader_num_workers=0,
         bf16=False, fp16=False, remove_unused_columns=False, **no_recompute(GRPOConfig), **kw)
     reward = _Reward(cfg.env_id, cfg.group, tok, cfg.commit)
-    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8")
+    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8", buffering=1)
              for k in ("log", "rollouts", "probe", "timings")}
     rows: list[dict[str, Any]] = []
     pnls_of: dict[str, list[Any]] = {}

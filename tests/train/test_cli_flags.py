@@ -52,3 +52,60 @@ def test_a_larger_policy_is_built_as_asked(tmp_path: Path) -> None:
     hf = json.loads((tmp_path / "sft" / "config.json").read_text())  # the transformers config
     assert (hf["num_hidden_layers"], hf["hidden_size"], hf["num_attention_heads"]) == (3, 128, 8)
     assert json.loads((tmp_path / "sft" / "summary.json").read_text())["n_pairs"] <= 64
+
+
+@pytest.mark.parametrize("cmd", ["sft", "rl"])
+def test_steps_and_seed_out_of_range_are_usage_errors(tmp_path: Path, capsys, cmd) -> None:
+    """``--steps -3`` ran no RL step and spent the holdout look on the warm start; ``--steps 0``
+    silently ran the default (500 steps); ``--seed -1`` said "expected non-negative integer"
+    without naming the option."""
+    for flag, value, message in (("--steps", "0", "--steps: must be >= 1, not 0"),
+                                 ("--steps", "-3", "--steps: must be >= 1, not -3"),
+                                 ("--seed", "-1", "--seed: must be >= 0, not -1")):
+        assert main(["train", cmd, "--run", str(tmp_path), flag, value]) == 2
+        assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_a_device_torch_cannot_use_is_one_line_before_any_work(tmp_path: Path, capsys) -> None:
+    """``--device cuda`` on a CPU-only build was "internal error: AssertionError: Torch not
+    compiled with CUDA enabled" (exit 3), after the warm start's pairs were generated."""
+    import torch
+
+    devices = ["bogus"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for dev in devices:
+        for cmd in ("sft", "rl"):
+            assert main(["train", cmd, "--run", str(tmp_path), "--ci", "--device", dev]) == 1
+            line = _one_error(capsys)
+            assert line.startswith(f"gymkit train: error: --device {dev}: torch cannot use it here")
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unwritable_run_folder_and_an_unknown_environment_are_one_line(tmp_path: Path, capsys) -> None:
+    """A read-only run folder failed only when the trained policy was saved (an internal error);
+    an unknown environment left an empty RUN/sft behind."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["train", "sft", "--run", str(blocker / "run"), "--ci"]) == 1
+    assert "cannot write the run there" in _one_error(capsys)
+    assert main(["train", "sft", "--run", str(tmp_path / "w"), "--env", "nosuch"]) == 1
+    assert "unknown environment 'nosuch'" in _one_error(capsys)
+    assert not (tmp_path / "w").exists()
+
+
+def test_report_on_an_incomplete_run_names_the_file(tmp_path: Path, capsys) -> None:
+    rl = tmp_path / "rl"
+    rl.mkdir()
+    (rl / "table.json").write_text("")  # a run killed while writing its table
+    assert main(["train", "report", str(tmp_path)]) == 1
+    line = _one_error(capsys)
+    assert f"{rl / 'table.json'}: not the JSON an RL run writes" in line
+    (rl / "table.json").write_text(json.dumps({"rows": []}))
+    assert main(["train", "report", str(tmp_path)]) == 1
+    assert f"{rl / 'log.jsonl'}: cannot read it" in _one_error(capsys)

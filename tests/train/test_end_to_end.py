@@ -35,8 +35,40 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     run_rl(rl, a, ledger=a / "ledger.sqlite", log=quiet)
     write_report(a)
     run_sft(sft, b, log=quiet)
+    for stale in (b / "rl" / "table.json", b / "rl" / "checkpoints" / "step-0020" / "model.safetensors",
+                  b / "report" / "index.html"):  # an earlier, longer run in the same folder
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text("earlier run")
     run_rl(replace(rl, steps=PREFIX), b, ledger=b / "ledger.sqlite", log=quiet, workers=2)
     return a, b
+
+
+def test_a_run_into_a_used_folder_leaves_nothing_of_the_earlier_run(runs: tuple[Path, Path]) -> None:
+    """A re-run kept the earlier run's checkpoints, table and report beside its own logs; cut
+    short, ``gymkit train report`` printed the old table over the new curves."""
+    _, b = runs
+    assert not (b / "report").exists()
+    assert sorted(p.name for p in (b / "rl" / "checkpoints").iterdir()) == ["step-0000", "step-0003"]
+    assert json.loads((b / "rl" / "table.json").read_text())["shipped"] in ("0", "3")
+
+
+def test_a_damaged_warm_start_is_one_line_and_keeps_the_earlier_rl_run(runs: tuple[Path, Path], tmp_path: Path,
+                                                                       capsys) -> None:
+    import shutil
+
+    from gymkit.cli import main
+
+    a, _ = runs
+    run = tmp_path / "run"
+    shutil.copytree(a / "sft", run / "sft")
+    (run / "rl").mkdir()
+    (run / "rl" / "table.json").write_text("{}")
+    model = run / "sft" / "model.safetensors"
+    model.write_bytes(model.read_bytes()[:100])  # a save cut short
+    assert main(["train", "rl", "--run", str(run), "--ci"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the policy saved there is incomplete or damaged" in err[0], err
+    assert (run / "rl" / "table.json").read_text() == "{}"
 
 
 def test_no_invalid_answer_ever_gets_a_positive_advantage(runs: tuple[Path, Path]) -> None:
@@ -94,6 +126,10 @@ def test_table_and_report_are_written_with_the_seed_columns(runs: tuple[Path, Pa
     assert f"Train vs. holdout ({n_probe} frozen probe briefs" in page
     for ck in rep["redteam"].values():
         assert len(ck) <= 20
+    # the read-out's IC to 4 places (read against the 0.005 threshold; "+0.00" hid it) and
+    # turnover in %/day, as the legend gives the floor
+    top = next(x for ck in rep["redteam"].values() for x in ck if x["valid"])
+    assert f"<td>{top['ic']:+.4f}</td><td>{100 * top['turnover']:.1f}%</td>" in page
     for step in ("0000", "0010", "0020"):
         assert (a / "rl" / "checkpoints" / f"step-{step}" / "model.safetensors").is_file()
 

@@ -58,6 +58,7 @@ from gymkit.data.validate import (
     ValidationReport,
     clip,
     coerce_date,
+    complete_width,
     list_columns,
     validate_long,
 )
@@ -396,15 +397,20 @@ def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
     date = frame.get_column("date")
     if not date.is_sorted():
         raise ValueError("panel_from_long needs a frame sorted by date (validate_long's output)")
-    tickers = sorted(frame.get_column("ticker").unique().to_list())
-    dates = date.unique(maintain_order=True).to_numpy().astype("datetime64[D]")
-    row = date.rle_id().to_numpy()  # sorted by date: the k-th run of equal dates is row k
-    col = frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy()
-    shape = (dates.size, len(tickers))
-    flat = row.astype(np.int64) * shape[1] + col  # each row's cell in the (T, N) grid
-    # every cell once, in row-major order (a complete panel sorted by date, then ticker): the
-    # columns are the grids as they are; otherwise each column is scattered into NaN grids
-    whole = flat.size == shape[0] * shape[1] and bool(np.all(flat[1:] > flat[:-1]))
+    width = complete_width(frame)
+    if width:  # every cell once, in row-major order: the columns are the grids as they are
+        tickers = frame.get_column("ticker").head(width).to_list()
+        dates = date.gather_every(width).to_numpy().astype("datetime64[D]")
+        shape, whole = (dates.size, width), True
+        col = None
+    else:  # each column is scattered into NaN grids by its rows' cells
+        tickers = sorted(frame.get_column("ticker").unique().to_list())
+        dates = date.unique(maintain_order=True).to_numpy().astype("datetime64[D]")
+        row = date.rle_id().to_numpy()  # sorted by date: the k-th run of equal dates is row k
+        col = frame.get_column("ticker").cast(pl.Enum(tickers)).to_physical().to_numpy()
+        shape = (dates.size, len(tickers))
+        flat = row.astype(np.int64) * shape[1] + col  # each row's cell in the (T, N) grid
+        whole = flat.size == shape[0] * shape[1] and bool(np.all(flat[1:] > flat[:-1]))
 
     def grid(name: str) -> np.ndarray:
         values = frame.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
@@ -431,7 +437,7 @@ def _pivot(frame: pl.DataFrame) -> tuple[Panel, np.ndarray]:
         label = frame.get_column(level).cast(pl.String)
         at = np.full(len(tickers), -1, np.int64)
         labelled = np.flatnonzero(label.is_not_null().to_numpy())
-        at[col[labelled]] = labelled
+        at[labelled % shape[1] if col is None else col[labelled]] = labelled
         names = [""] * len(tickers)
         named = np.flatnonzero(at >= 0)
         for j, name in zip(named.tolist(), label.gather(at[named]).to_list(), strict=True):

@@ -438,9 +438,34 @@ def _check_sessions(chk: _Checker) -> None:
     chk.drop_rows("non-session", chk.df.get_column("date").is_in(bad_days.implode()), describe)
 
 
+def complete_width(frame: pl.DataFrame) -> int | None:
+    """N when ``frame`` (sorted by date) is a complete panel in (date, ticker) order: every
+    date's rows are the same N tickers, strictly increasing, dates strictly increasing from
+    one block of N rows to the next; else None.  Linear and without hashing: on the usual
+    vendor file the loader then looks up no ticker or label row by row."""
+    h = frame.height
+    if h == 0:
+        return None
+    date = frame.get_column("date")
+    n = int(date.search_sorted(date[0], side="right"))
+    if n < 1 or h % n:
+        return None
+    days = date.to_physical().to_numpy().reshape(h // n, n)
+    if not ((days == days[:, :1]).all() and (np.diff(days[:, 0]) > 0).all()):
+        return None
+    t = frame.get_column("ticker")
+    first = t.head(n)
+    if first.null_count() or (n > 1 and not bool((first.slice(1) > first.slice(0, n - 1)).all())):
+        return None
+    if h > n and not bool((t.slice(n) == t.slice(0, h - n)).all()):
+        return None
+    return n
+
+
 def _check_tickers_and_groups(chk: _Checker) -> None:
     df = chk.df
-    tickers = df.get_column("ticker").unique().sort()
+    width = complete_width(df)  # a complete panel: its tickers are its first date's rows
+    tickers = df.get_column("ticker").head(width) if width else df.get_column("ticker").unique().sort()
     if tickers.len() < 2:
         names = ", ".join(repr(t) for t in tickers.to_list())
         raise ValidationError(
@@ -452,6 +477,10 @@ def _check_tickers_and_groups(chk: _Checker) -> None:
             continue
         if df.schema[level] != pl.String:
             chk.df = df = df.with_columns(pl.col(level).cast(pl.String))
+        labels = df.get_column(level)
+        if width and not labels.null_count() and (
+                df.height == width or bool((labels.slice(width) == labels.slice(0, df.height - width)).all())):
+            continue  # complete, and every row repeats the label of its ticker's row a date before
         pairs = df.lazy().select("ticker", level).filter(pl.col(level).is_not_null()).unique().collect()
         if pairs.height == pairs.get_column("ticker").n_unique():
             continue  # one label per ticker: the usual file, in one hash pass

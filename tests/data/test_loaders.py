@@ -289,3 +289,28 @@ def test_pivot_is_the_cell_by_cell_definition(n, days, seed, drop, unlabelled, r
     for f, grid in want.items():
         assert np.array_equal(getattr(panel, f), grid, equal_nan=True), f
     assert list(panel.sector) == [sector[t] for t in names]
+
+
+def test_complete_width_recognises_exactly_the_complete_row_major_panels():
+    """The loader's no-hashing path (a 3,000-stock file's tickers and labels are not looked up
+    row by row) is taken only for a frame with every ticker on every date, in (date, ticker)
+    order; anything else goes the general way (the pivot's definition test above covers both)."""
+    from gymkit.data.validate import complete_width
+
+    from .conftest import build_long
+
+    full = build_long(tickers=("AAA", "BBB", "CCC"), days=5, groups=True)
+    assert complete_width(full) == 3
+    assert complete_width(full.head(3)) == 3  # one date
+    assert complete_width(full.head(0)) is None
+    assert complete_width(full.slice(1)) is None  # a ticker missing on the first date
+    assert complete_width(full.filter(pl.int_range(pl.len()) != 7)) is None  # one row missing
+    reordered = full.sort(["date", "ticker"], descending=[False, True])  # another order per date
+    assert complete_width(reordered) is None
+    swapped = full.with_columns(  # the same tickers, but two swapped on one date only
+        pl.when(pl.int_range(pl.len()) == 6).then(pl.lit("BBB"))
+        .when(pl.int_range(pl.len()) == 7).then(pl.lit("AAA"))
+        .otherwise(pl.col("ticker")).alias("ticker"))
+    assert complete_width(swapped) is None
+    twice = pl.concat([full.head(3), full.head(3)])  # one date's block repeated
+    assert complete_width(twice) is None

@@ -112,8 +112,8 @@ def pnl_correlations(pnls: Sequence[np.ndarray | None], members: Sequence[int]) 
 def best_checkpoint(rows: Sequence[dict[str, Any]]) -> str:
     """The checkpoint with the highest probe train CPCV (earliest on ties).
 
-    A checkpoint with no valid probe answer is never shipped while another has one (its
-    placeholder CPCV, -1, could otherwise beat valid answers' CPCV under harsh costs).
+    A checkpoint with no valid probe answer is never shipped while another has one (every
+    answer of it at the R1 floor ties a checkpoint whose valid answers all sit there too).
     """
     best = max(range(len(rows)), key=lambda i: (rows[i]["n_valid"] > 0, rows[i]["train_cpcv"], -i))
     return rows[best]["checkpoint"]

@@ -43,14 +43,28 @@ def sigint_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, old)
 
 
+def _end(procs: list, grace: float) -> None:
+    """Terminate ``procs``, then SIGKILL those still running ``grace`` seconds later (one
+    deadline for all of them), and reap them all."""
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
 def stop_pool(pool: ProcessPoolExecutor, grace: float = 5.0) -> None:
     """Shut ``pool`` down now, on an error or Ctrl-C: the work not started is cancelled, the
-    workers are terminated (what they hold is dropped; SIGKILL after ``grace`` seconds) and
-    joined, then the pool's manager thread, with SIGINT held off meanwhile
-    (:func:`sigint_deferred`).
+    workers are terminated (what they hold is dropped; SIGKILL for any still running after
+    ``grace`` seconds) and reaped, then the pool's manager thread is joined (``grace`` at
+    most), with SIGINT held off meanwhile (:func:`sigint_deferred`).
 
-    Two CPython traps on the way (reached through ``_processes``, ``_executor_manager_thread``,
-    ``_result_queue`` and ``_cancel_pending_futures``, the same in 3.11-3.14):
+    CPython traps on the way (reached through ``_processes``, ``_executor_manager_thread``,
+    ``_result_queue``, ``_broken`` and ``_cancel_pending_futures``, the same in 3.11-3.14):
     - a worker terminated while it sent a result leaves part of a message in the result pipe,
       which the manager thread may be reading: it waited for the rest for ever.  With every
       worker gone, closing this process's own write end of that pipe makes the read end-of-file,
@@ -58,27 +72,26 @@ def stop_pool(pool: ProcessPoolExecutor, grace: float = 5.0) -> None:
     - on 3.11 that broken path raised InvalidStateError (a traceback on stderr) for work the
       caller had already cancelled (``map``'s iterator cancels its futures on Ctrl-C), unless
       the manager had first dropped it, which ``shutdown(cancel_futures=True)`` asks it to
-      do; the workers are terminated only once it has."""
+      do; a live pool's workers are terminated only once it has;
+    - a pool already broken (a worker died) has a manager that, from 3.12, joins the other
+      workers while holding the lock ``shutdown`` takes: they are ended first;
+    - workers forked before the manager thread started (a start cut short) have no manager
+      to stop them, and Python's exit waits for them: they are ended all the same."""
     with sigint_deferred():
         procs = list((getattr(pool, "_processes", None) or {}).values())
         manager = getattr(pool, "_executor_manager_thread", None)
         results = getattr(pool, "_result_queue", None)
-        if not procs or manager is None or results is None:  # nothing started, or unknown
-            if procs and hasattr(pool, "terminate_workers"):
+        if manager is None or results is None or getattr(pool, "_broken", False):
+            _end(procs, grace)  # no manager, or one that may hold shutdown's lock
+            if not procs and hasattr(pool, "terminate_workers"):  # a layout we do not know
                 pool.terminate_workers()
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=manager is not None, cancel_futures=True)
             return
         pool.shutdown(wait=False, cancel_futures=True)
         deadline = time.monotonic() + grace
         while (getattr(pool, "_cancel_pending_futures", False) and manager.is_alive()
                and time.monotonic() < deadline):
             time.sleep(0.002)
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.join(grace)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
+        _end(procs, grace)
         results._writer.close()
-        manager.join()
+        manager.join(grace)

@@ -69,19 +69,21 @@ def save_policy(model: Any, tok: Tokenizer, path: str | Path, cfg: PolicyConfig 
 
 
 def load_policy(path: str | Path) -> tuple[Any, Tokenizer]:
-    """Load a policy written by :func:`save_policy`: (model in eval mode, tokenizer).  A
-    folder with a file missing, cut short or damaged is a ValueError naming it (it was
-    transformers' or safetensors' own error, reported as an internal one)."""
+    """Load a policy written by :func:`save_policy`: (model in eval mode, tokenizer).  A folder
+    with no policy, or one that cannot be loaded (a file missing, cut short or damaged), is a
+    ValueError naming it (it was transformers' or safetensors' own error, an internal one)."""
     from transformers import LlamaForCausalLM
 
     path = Path(path)
+    if not (path / "config.json").is_file():
+        raise ValueError(f"{path}: no policy there (no config.json)")
     try:
         model = LlamaForCausalLM.from_pretrained(path, attn_implementation="eager")
         tok = Tokenizer.load(path / "tokenizer.json")
-    except Exception as exc:  # OSError, safetensors' and json's errors: an incomplete save
+    except Exception as exc:  # OSError, safetensors' and json's errors, a version's refusal
         what = " ".join(str(exc).split())[:200]
-        raise ValueError(f"{path}: the policy saved there is incomplete or damaged "
-                         f"({type(exc).__name__}: {what}); write it again") from exc
+        raise ValueError(f"{path}: cannot load the policy saved there ({type(exc).__name__}: "
+                         f"{what}); a save cut short must be written again") from exc
     return model.eval(), tok
 
 

@@ -120,9 +120,11 @@ def seed_table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing; the RL run is incomplete (run `gymkit train rl` "
+                         "again)") from None
     except OSError as exc:
-        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc}); the RL run is "
-                         "incomplete (run `gymkit train rl` again)") from None
+        raise ValueError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def _read_json(path: Path, text: str | None = None) -> Any:
@@ -138,6 +140,9 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
     """The report's JSON content for the run in ``run_dir`` (module doc)."""
     rl = Path(run_dir) / "rl"
     table = _read_json(rl / "table.json")
+    if not isinstance(table, dict) or not {"rows", "shipped", "holdout"} <= set(table):
+        raise ValueError(f"{rl / 'table.json'}: not the table an RL run writes (no rows, shipped "
+                         "or holdout); the RL run is incomplete (run `gymkit train rl` again)")
     log = [_read_json(rl / "log.jsonl", x) for x in _read_text(rl / "log.jsonl").splitlines() if x]
     red = {r["checkpoint"]: flag_answers(r["answers"]) for r in table["rows"]}
     counts = Counter(f for answers in red.values() for a in answers for f in a["flags"])

@@ -82,20 +82,39 @@ class RLConfig:
     device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
 
 
+#: What an RL run writes in ``RUN/rl`` (either trainer) and the report in ``RUN/report``.
+RL_OUTPUTS = ("config.json", "log.jsonl", "rollouts.jsonl", "probe.jsonl", "timings.jsonl",
+              "table.json", "checkpoints", "trl")
+REPORT_OUTPUTS = ("index.html", "report.json")
+
+
 def fresh_rl_dir(run_dir: Path, log: Any = None) -> Path:
-    """``run_dir/rl`` emptied for a new RL run (``checkpoints/`` made), ``run_dir/report``
-    removed, and where either held an earlier run, one line to ``log`` saying so.  A re-run
-    into the same folder used to overwrite the logs and the config but leave the earlier run's
-    checkpoints, table and report beside them: cut short, ``gymkit train report`` then
-    printed the old table over the new curves.  The warm start (``sft/``) is kept."""
+    """``run_dir/rl`` cleared of an earlier RL run's outputs (:data:`RL_OUTPUTS`), and
+    ``run_dir/report`` of its report (:data:`REPORT_OUTPUTS`; the folder too if then empty),
+    ``checkpoints/`` made; one line to ``log`` when there was anything to clear.  Nothing else
+    in either folder is touched (a ledger kept there, a user's own ``report/``).  A re-run into
+    the same folder used to overwrite the logs and the config but leave the earlier run's
+    checkpoints, table and report beside them: cut short, ``gymkit train report`` printed the
+    old table over the new curves.  A warm start that lies inside ``run_dir/rl`` (``sft`` a link
+    to an earlier checkpoint) is refused, before anything is removed."""
     import shutil
 
     out = run_dir / "rl"
-    old = [p for p in (out, run_dir / "report") if p.exists()]
+    sft, rl = (run_dir / "sft").resolve(), out.resolve()
+    if sft == rl or rl in sft.parents:
+        raise ValueError(f"{run_dir / 'sft'} lies inside {out}, which a new RL run clears: copy "
+                         "that warm start to a run folder of its own")
+    old = [p for p in [*(out / n for n in RL_OUTPUTS), *(run_dir / "report" / n for n in REPORT_OUTPUTS)]
+           if p.exists() or p.is_symlink()]
     for p in old:
         shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-    if old and log is not None:
-        log(f"replaced the earlier RL run in {out} (and its report)")
+    if old:
+        try:
+            (run_dir / "report").rmdir()  # only when nothing else is in it
+        except OSError:
+            pass
+        if log is not None:
+            log(f"cleared the earlier RL run from {out} (and its report)")
     (out / "checkpoints").mkdir(parents=True)
     return out
 

@@ -106,6 +106,41 @@ def test_report_on_an_incomplete_run_names_the_file(tmp_path: Path, capsys) -> N
     assert main(["train", "report", str(tmp_path)]) == 1
     line = _one_error(capsys)
     assert f"{rl / 'table.json'}: not the JSON an RL run writes" in line
-    (rl / "table.json").write_text(json.dumps({"rows": []}))
+    (rl / "table.json").write_text(json.dumps({"rows": []}))  # JSON, but not a run's table
     assert main(["train", "report", str(tmp_path)]) == 1
-    assert f"{rl / 'log.jsonl'}: cannot read it" in _one_error(capsys)
+    assert f"{rl / 'table.json'}: not the table an RL run writes" in _one_error(capsys)
+    (rl / "table.json").write_text(json.dumps({"rows": [], "shipped": "0", "holdout": {}}))
+    assert main(["train", "report", str(tmp_path)]) == 1
+    assert f"{rl / 'log.jsonl'}: missing; the RL run is incomplete" in _one_error(capsys)
+
+
+def test_a_new_rl_run_clears_only_what_an_rl_run_and_its_report_wrote(tmp_path) -> None:
+    """An earlier run's outputs go (a re-run left its checkpoints, table and report beside the
+    new logs); a ledger kept in RUN/rl and a user's own files in RUN/report stay; a warm start
+    linked into RUN/rl (an earlier checkpoint) is refused before anything is removed."""
+    from gymkit.train.rl import RL_OUTPUTS, fresh_rl_dir
+
+    rl, report = tmp_path / "rl", tmp_path / "report"
+    for name in RL_OUTPUTS:
+        (rl / name / "x" if name in ("checkpoints", "trl") else rl / name).parent.mkdir(parents=True, exist_ok=True)
+        (rl / name / "x" if name in ("checkpoints", "trl") else rl / name).write_text("old")
+    (rl / "ledger.sqlite").write_text("looks")
+    report.mkdir()
+    for name in ("index.html", "report.json", "notes.md"):
+        (report / name).write_text("old")
+    lines: list[str] = []
+    assert fresh_rl_dir(tmp_path, lines.append) == rl
+    assert sorted(p.name for p in rl.iterdir()) == ["checkpoints", "ledger.sqlite"]
+    assert not any((rl / "checkpoints").iterdir())
+    assert sorted(p.name for p in report.iterdir()) == ["notes.md"]
+    assert lines == [f"cleared the earlier RL run from {rl} (and its report)"]
+    (report / "notes.md").unlink()
+    (report / "index.html").write_text("old")
+    fresh_rl_dir(tmp_path)
+    assert not report.exists()  # emptied by the clearing, so removed
+    step = rl / "checkpoints" / "step-0020"
+    step.mkdir()
+    (tmp_path / "sft").symlink_to(step)
+    with pytest.raises(ValueError, match=r"lies inside .*rl, which a new RL run clears"):
+        fresh_rl_dir(tmp_path)
+    assert step.is_dir()

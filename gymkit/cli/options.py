@@ -53,28 +53,26 @@ def parse_split(text: str | None) -> dict[str, str] | None:
     return out
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type``: an integer >= 1 (else argparse's usage error naming the option,
-    exit 2), for counts such as ``--workers`` where 0 or less has no meaning."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {n}")
+    if n < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, not {n}")
     return n
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (else argparse's usage error naming the option,
+    exit 2), for counts such as ``--workers`` where 0 or less has no meaning."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """An argparse ``type``: an integer >= 0 (else argparse's usage error naming the option,
     exit 2), for seeds."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {n}")
-    return n
+    return _int_at_least(text, 0)
 
 
 def note(text: str) -> None:

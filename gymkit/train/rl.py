@@ -82,9 +82,10 @@ class RLConfig:
     device: str = "cpu"  # "cuda" where a GPU exists; CPU runs are the byte-identical ones
 
 
+#: The JSONL logs of an RL run (either trainer), ``RUN/rl/<name>.jsonl``.
+RUN_LOGS = ("log", "rollouts", "probe", "timings")
 #: What an RL run writes in ``RUN/rl`` (either trainer) and the report in ``RUN/report``.
-RL_OUTPUTS = ("config.json", "log.jsonl", "rollouts.jsonl", "probe.jsonl", "timings.jsonl",
-              "table.json", "checkpoints", "trl")
+RL_OUTPUTS = ("config.json", *(f"{k}.jsonl" for k in RUN_LOGS), "table.json", "checkpoints", "trl")
 REPORT_OUTPUTS = ("index.html", "report.json")
 
 
@@ -284,7 +285,7 @@ def run_rl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_hold
     probe_briefs = protocol.probe_set()[:cfg.probe_size]
     thermo = Thermostat(cfg.zeta0, cfg.zeta_max, cfg.thermostat_window)
     files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8", buffering=1)  # line by line:
-             for k in ("log", "rollouts", "probe", "timings")}  # a killed run's files agree
+             for k in RUN_LOGS}  # a killed run's files agree
     rows: list[dict[str, Any]] = []
     pnls_of: dict[str, list[Any]] = {}
 

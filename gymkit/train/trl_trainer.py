@@ -48,7 +48,16 @@ import numpy as np
 import torch
 
 from .policy import deterministic, load_policy
-from .rl import RLConfig, Thermostat, _dump, _print, fresh_rl_dir, probe_checkpoint, repo_r
+from .rl import (
+    RUN_LOGS,
+    RLConfig,
+    Thermostat,
+    _dump,
+    _print,
+    fresh_rl_dir,
+    probe_checkpoint,
+    repo_r,
+)
 
 __all__ = ["hf_tokenizer", "logprob_tile", "no_recompute", "prompt_text", "run_rl_trl",
            "trainer_class"]
@@ -235,8 +244,7 @@ def run_rl_trl(cfg: RLConfig, run_dir: str | Path, *, ledger: Any = None, force_
         save_strategy="no", report_to="none", disable_tqdm=True, dataloader_num_workers=0,
         bf16=False, fp16=False, remove_unused_columns=False, **no_recompute(GRPOConfig), **kw)
     reward = _Reward(cfg.env_id, cfg.group, tok, cfg.commit)
-    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8", buffering=1)
-             for k in ("log", "rollouts", "probe", "timings")}
+    files = {k: (out / f"{k}.jsonl").open("w", encoding="utf-8", buffering=1) for k in RUN_LOGS}
     rows: list[dict[str, Any]] = []
     pnls_of: dict[str, list[Any]] = {}
 

@@ -25,6 +25,9 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from .sqlite_file import sql_rows
 
 __all__ = ["ArchiveDB", "Head", "LedgerEntry", "Transaction", "default_db_path"]
 
@@ -97,28 +100,35 @@ class ArchiveDB:
         with contextlib.suppress(sqlite3.Error):
             self._db.close()
 
+    def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement and return its rows; a damaged file is one ValueError naming it
+        and the way out (:func:`gymkit.sqlite_file.sql_rows`)."""
+        return sql_rows(self._db, f"archive db {self.path}", statement, params,
+                        "move the file aside to start again from the seed archive, or restore "
+                        "a copy of it")
+
     # ------------------------------------------------------------------ reads
     def head(self, env_key: str) -> Head | None:
         """The environment's current archive, or None when nothing was stored yet."""
-        row = self._db.execute("SELECT version, digest, size, snapshot FROM archive_head "
-                               "WHERE env_key = ?", (env_key,)).fetchone()
-        return None if row is None else Head(int(row[0]), str(row[1]), int(row[2]), bytes(row[3]))
+        rows = self.sql("SELECT version, digest, size, snapshot FROM archive_head "
+                        "WHERE env_key = ?", (env_key,))
+        return None if not rows else Head(int(rows[0][0]), str(rows[0][1]), int(rows[0][2]),
+                                          bytes(rows[0][3]))
 
     def head_version(self, env_key: str) -> tuple[int, str] | None:
         """(version, digest) of the current archive without reading the snapshot."""
-        row = self._db.execute("SELECT version, digest FROM archive_head WHERE env_key = ?",
-                               (env_key,)).fetchone()
-        return None if row is None else (int(row[0]), str(row[1]))
+        rows = self.sql("SELECT version, digest FROM archive_head WHERE env_key = ?", (env_key,))
+        return None if not rows else (int(rows[0][0]), str(rows[0][1]))
 
     def versions(self, env_key: str) -> list[tuple[int, str, int, str | None]]:
         """Every stored version of the environment's archive: (version, digest, size, request id)."""
-        return [(int(v), str(d), int(n), r) for v, d, n, r in self._db.execute(
+        return [(int(v), str(d), int(n), r) for v, d, n, r in self.sql(
             "SELECT version, digest, size, request_id FROM archive_versions WHERE env_key = ? "
             "ORDER BY version", (env_key,))]
 
     def ledger(self, env_key: str) -> list[tuple[str, str, str]]:
         """The commit ledger in commit order: (request id, body sha256, response text)."""
-        return [(str(a), str(b), str(c)) for a, b, c in self._db.execute(
+        return [(str(a), str(b), str(c)) for a, b, c in self.sql(
             "SELECT request_id, body_sha256, response FROM commit_ledger WHERE env_key = ? "
             "ORDER BY seq", (env_key,))]
 
@@ -161,7 +171,7 @@ class Transaction:
 
     def commit(self) -> None:
         """Make this transaction's writes durable and release the write lock."""
-        self._db._db.execute("COMMIT")
+        self._db.sql("COMMIT")
 
     def rollback(self) -> None:
         """Drop this transaction's writes and release the write lock (never raises)."""
@@ -174,28 +184,25 @@ class Transaction:
 
     def lookup(self, request_id: str) -> LedgerEntry | None:
         """The ledger entry of ``request_id``, or None."""
-        row = self._db._db.execute("SELECT body_sha256, response FROM commit_ledger WHERE "
-                                   "env_key = ? AND request_id = ?",
-                                   (self.env_key, request_id)).fetchone()
-        return None if row is None else LedgerEntry(str(row[0]), str(row[1]))
+        rows = self._db.sql("SELECT body_sha256, response FROM commit_ledger WHERE "
+                            "env_key = ? AND request_id = ?", (self.env_key, request_id))
+        return None if not rows else LedgerEntry(str(rows[0][0]), str(rows[0][1]))
 
     def record(self, version: int, digest: str, size: int, snapshot: bytes,
                request_id: str | None) -> None:
         """Store a new head and its version row; a version already stored raises ``ValueError``."""
-        c = self._db._db
         try:
-            c.execute("INSERT INTO archive_versions VALUES (?, ?, ?, ?, ?)",
-                      (self.env_key, int(version), digest, int(size), request_id))
+            self._db.sql("INSERT INTO archive_versions VALUES (?, ?, ?, ?, ?)",
+                         (self.env_key, int(version), digest, int(size), request_id))
         except sqlite3.IntegrityError:
             raise ValueError(f"archive version {version} is already stored") from None
-        c.execute("INSERT OR REPLACE INTO archive_head VALUES (?, ?, ?, ?, ?)",
-                  (self.env_key, int(version), digest, int(size), sqlite3.Binary(snapshot)))
+        self._db.sql("INSERT OR REPLACE INTO archive_head VALUES (?, ?, ?, ?, ?)",
+                     (self.env_key, int(version), digest, int(size), sqlite3.Binary(snapshot)))
 
     def remember(self, request_id: str, body_sha256: str, response: str) -> None:
         """Add a ledger row and drop the oldest beyond the ledger limit."""
-        c = self._db._db
-        c.execute("INSERT INTO commit_ledger (env_key, request_id, body_sha256, response) "
-                  "VALUES (?, ?, ?, ?)", (self.env_key, request_id, body_sha256, response))
-        c.execute("DELETE FROM commit_ledger WHERE env_key = ? AND seq NOT IN (SELECT seq FROM "
-                  "commit_ledger WHERE env_key = ? ORDER BY seq DESC LIMIT ?)",
-                  (self.env_key, self.env_key, self._db.ledger_limit))
+        self._db.sql("INSERT INTO commit_ledger (env_key, request_id, body_sha256, response) "
+                     "VALUES (?, ?, ?, ?)", (self.env_key, request_id, body_sha256, response))
+        self._db.sql("DELETE FROM commit_ledger WHERE env_key = ? AND seq NOT IN (SELECT seq "
+                     "FROM commit_ledger WHERE env_key = ? ORDER BY seq DESC LIMIT ?)",
+                     (self.env_key, self.env_key, self._db.ledger_limit))

@@ -56,6 +56,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .sqlite_file import sql_rows
+
 __all__ = ["EXCESS_TURNOVER", "HOLDOUT_CLIP", "LEDGER_ENV", "HoldoutLedger", "HoldoutRefused",
            "Look", "check_holdout_unused", "claim_answers", "claim_holdout", "default_ledger_path",
            "forced_line", "formula_forms", "formula_set_digest", "holdout_backtest",
@@ -166,6 +168,12 @@ class HoldoutLedger:
                 self._db.execute("ROLLBACK")
             raise
 
+    def _sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """One statement's rows; a damaged ledger is one ValueError naming it
+        (:func:`gymkit.sqlite_file.sql_rows`)."""
+        return sql_rows(self._db, f"holdout ledger {self.path}", statement, params,
+                        "restore a copy of it (a fresh ledger forgets every earlier look)")
+
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
@@ -185,9 +193,8 @@ class HoldoutLedger:
         if market_fingerprint is not None and holdout is not None:
             where += " OR (market_fingerprint = ? AND holdout_start <= ? AND holdout_end >= ?)"
             args += [market_fingerprint, holdout[1], holdout[0]]
-        rows = self._db.execute(
-            f"SELECT {_COLS} FROM looks WHERE formula_set = ? AND ({where}) ORDER BY id",
-            (formula_set, *args)).fetchall()
+        rows = self._sql(f"SELECT {_COLS} FROM looks WHERE formula_set = ? AND ({where}) "
+                         "ORDER BY id", (formula_set, *args))
         return [Look(*r[:6], bool(r[6]), k, *r[7:]) for k, r in enumerate(rows, 1)]
 
     def claim(self, env_fingerprint: str, formula_set: str, *, n_formulas: int, command: str,
@@ -196,7 +203,7 @@ class HoldoutLedger:
         """Record a look and return it; :class:`HoldoutRefused` when an earlier look of the same
         holdout data exists (:meth:`looks`) and not ``force``."""
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        self._sql("BEGIN IMMEDIATE")
         try:
             prior = self.looks(env_fingerprint, formula_set, market_fingerprint, holdout)
             if prior and not force:
@@ -204,24 +211,24 @@ class HoldoutLedger:
                                               self.path))
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             start, end = holdout if holdout is not None else (None, None)
-            cur = db.execute(
+            self._sql(
                 "INSERT INTO looks (created_utc, env_fingerprint, formula_set, n_formulas, "
                 "command, forced, result_sha256, market_fingerprint, holdout_start, holdout_end) "
                 "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
                 (now, env_fingerprint, formula_set, n_formulas, command, int(bool(prior)),
                  market_fingerprint, start, end))
-            db.execute("COMMIT")
+            (look_id,), = self._sql("SELECT last_insert_rowid()")
+            self._sql("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        return Look(int(cur.lastrowid or 0), now, env_fingerprint, formula_set, n_formulas,
+        return Look(int(look_id), now, env_fingerprint, formula_set, n_formulas,
                     command, bool(prior), len(prior) + 1, market_fingerprint, start, end)
 
     def record_result(self, look: Look, result_sha256: str) -> None:
         """Attach the sha256 of what the look produced."""
-        self._db.execute("UPDATE looks SET result_sha256 = ? WHERE id = ?",
-                         (result_sha256, look.id))
+        self._sql("UPDATE looks SET result_sha256 = ? WHERE id = ?", (result_sha256, look.id))
 
 
 def _refusal(first: Look, env_fingerprint: str, formula_set: str, n_formulas: int,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .pool import WorkerPool
 
-__all__ = ["build_server", "configure_serve", "run_serve", "serve"]
+__all__ = ["build_server", "check_port", "configure_serve", "run_serve", "serve"]
 
 TOKEN_ENV = "GYMKIT_SERVER_TOKEN"
 
@@ -99,6 +99,28 @@ def configure_serve(p: argparse.ArgumentParser) -> None:
     add_market_args(p)
 
 
+def check_port(host: str, port: int) -> None:
+    """A ValueError naming ``--port`` unless a listening socket can be bound at (``host``,
+    ``port``) now, as uvicorn binds it (``SO_REUSEADDR``); port 0 (any free one) passes.  Run
+    before the environment is built: a port another server held was uvicorn's "address already
+    in use" after the whole start-up, and an internal error (exit 3)."""
+    import socket
+
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(1)
+    except OSError as exc:
+        raise ValueError(f"--port {port}: cannot listen on {host}:{port} "
+                         f"({exc.strerror or exc}); another server may hold it: stop it or pick "
+                         "another --port (0: any free port)") from None
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Handler of ``gymkit serve``: the environment is built first, on ``--market FILE`` when
     given, exactly as ``gymkit score`` builds it."""
@@ -113,6 +135,7 @@ def run_serve(args: argparse.Namespace) -> int:
                               max_answer_chars=args.max_answer_chars,
                               queue_limit=args.queue_limit, job_timeout_s=args.job_timeout,
                               archive_db=db)
+    check_port(settings.host, settings.port)
     if not settings.loopback and token is None:
         print(f"gymkit serve: warning: binding {args.host} without a token (--token or "
               f"${TOKEN_ENV}): scoring is open to the network, commits are refused (403)",

@@ -45,3 +45,24 @@ def test_serve_market_scores_as_score_market(market, tmp_path, capsys, monkeypat
         assert card["env_fingerprint"] == cli_card["env_fingerprint"] == info["env_fingerprint"]
         assert card["reward"] == cli_card["reward"] and card["channels"] == cli_card["channels"]
         assert card == cli_card
+
+
+def test_a_port_another_server_holds_is_one_line_before_start_up(capsys, monkeypatch) -> None:
+    """It was uvicorn's "address already in use" after the whole start-up (about 14 s), and
+    an internal error (exit 3)."""
+    import socket
+
+    from gymkit.cli import options
+
+    def built(*_: object, **__: object) -> None:
+        raise AssertionError("the environment was built before the port was checked")
+
+    monkeypatch.setattr(options, "make_env", built)
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--archive-db", ":memory:"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"gymkit serve: error: --port {port}: cannot listen"), err

@@ -104,7 +104,12 @@ class AdvantagesRequest(_Strict):
     core: JsonInt = Field(0, ge=0, lt=MAX_CHANNELS, description="core column for the floor")
     guarded: list[bool] | None = Field(
         None, max_length=HARD_MAX_COMPLETIONS,
-        description="answers the motif guard capped (a card's motif_guard): no positive advantage")
+        description="answers whose reward the motif guard (R10) actually capped: no positive "
+                    "advantage, ranked below every eligible answer. To reproduce "
+                    "/v1/score_group's advantages, an answer is guarded when its card is valid, "
+                    "its metrics.motif_guard is true and the sum over the active channels of "
+                    "priority x channel is > 0 (env.group_advantages); motif_guard alone also "
+                    "marks answers whose reward the guard did not cap")
 
     @model_validator(mode="after")
     def _shapes(self) -> AdvantagesRequest:

@@ -56,6 +56,30 @@ def test_advantages_route_is_the_pure_function(srv) -> None:
         assert r.status_code == 422
 
 
+def test_advantages_route_gives_score_group_s_advantages_with_the_documented_guard(srv) -> None:
+    """A client that rebuilds a group's channel matrix from its cards gets /v1/score_group's
+    advantages from /v1/advantages only if ``guarded`` marks the answers whose reward the motif
+    guard capped (valid, metrics.motif_guard, Σ priority·channel > 0), as the spec now says;
+    marking every answer the guard fired on (the old description) gives other advantages."""
+    with srv.client() as c:
+        group = c.post("/v1/score_group", json={"completions": VALID}).json()
+        info = c.get("/v1/info").json()
+        prio = {ch["name"]: ch["priority"] for ch in info["channels"] if ch["active"]}
+        names = group["channels"]
+        cards = [e["card"] for e in group["cards"]]
+        fired = [cd["valid"] and bool(cd["metrics"].get("motif_guard")) for cd in cards]
+        capped = [f and sum(prio[n] * v for n, v in cd["channels"].items() if n in prio) > 0
+                  for f, cd in zip(fired, cards, strict=True)]
+        assert any(capped) and fired != capped  # the corpus has both kinds
+        body = {"channels": [[cd["channels"][n] for n in names] for cd in cards],
+                "valid": [cd["valid"] for cd in cards],
+                "priorities": [prio[n] for n in names], "core": names.index("cpcv")}
+        same = c.post("/v1/advantages", json=body | {"guarded": capped}).json()
+        other = c.post("/v1/advantages", json=body | {"guarded": fired}).json()
+    assert same["advantages"] == group["advantages"]
+    assert other["advantages"] != group["advantages"]
+
+
 def test_metrics_after_traffic(srv) -> None:
     """Assertion: the scrape has requests by route/status, phase histograms, card error codes,
     queue depth and the share of non-zero advantages."""

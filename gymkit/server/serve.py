@@ -140,7 +140,11 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"gymkit serve: warning: binding {args.host} without a token (--token or "
               f"${TOKEN_ENV}): scoring is open to the network, commits are refused (403)",
               file=sys.stderr)
-    serve(settings, make_env(args, args.env))
+    env = make_env(args, args.env)
+    print(f"gymkit serve: {args.env}{' on ' + args.market if args.market else ''} (fingerprint "
+          f"{env.fingerprint[:12]}), {settings.workers} scoring worker(s), archive db {db}",
+          file=sys.stderr)
+    serve(settings, env)
     return 0
 
 

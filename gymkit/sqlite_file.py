@@ -16,12 +16,15 @@ __all__ = ["sql_rows"]
 
 def sql_rows(db: sqlite3.Connection, what: str, statement: str, params: tuple[Any, ...] = (),
              advice: str = "") -> list[tuple[Any, ...]]:
-    """Run ``statement`` on ``db`` and return its rows.  A damaged, unreadable or locked file
-    (``sqlite3.DatabaseError``) is a ValueError ``"{what}: {sqlite's words}; {advice}"``;
-    constraint errors (``IntegrityError``) pass unchanged, for the caller to answer."""
+    """Run ``statement`` on ``db`` and return its rows.  A damaged file is a ValueError
+    ``"{what}: {sqlite's words}; {advice}"``; one locked, unreadable or full
+    (``OperationalError``) the same without ``advice``, which is for damage; constraint errors
+    (``IntegrityError``) pass unchanged, for the caller to answer."""
     try:
         return db.execute(statement, params).fetchall()
     except sqlite3.IntegrityError:
         raise
+    except sqlite3.OperationalError as exc:
+        raise ValueError(f"{what}: {exc}") from None
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"{what}: {exc}" + (f"; {advice}" if advice else "")) from None

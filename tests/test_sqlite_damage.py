@@ -51,3 +51,20 @@ def test_a_damaged_holdout_ledger_names_its_file(tmp_path: Path) -> None:
     with HoldoutLedger(path) as ledger, pytest.raises(
             ValueError, match=rf"^holdout ledger {path}: .*malformed.*; restore a copy"):
         ledger.claim("env", "f" * 64, n_formulas=1, command="test")
+
+
+def test_a_locked_ledger_is_named_without_the_damage_advice(tmp_path: Path) -> None:
+    """A busy file is not a damaged one: moving it aside would be the wrong advice."""
+    path = tmp_path / "ledger.sqlite"
+    with HoldoutLedger(path) as ledger:
+        ledger.claim("env", "a" * 64, n_formulas=1, command="test")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holding the write lock
+    try:
+        with HoldoutLedger(path) as ledger:
+            ledger._db.execute("PRAGMA busy_timeout = 50")
+            with pytest.raises(ValueError, match=rf"^holdout ledger {path}: database is locked$"):
+                ledger.claim("env", "b" * 64, n_formulas=1, command="test")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

@@ -45,6 +45,7 @@ from gymkit.dsl.operators import FIELDS
 from gymkit.jsonl import read_jsonl
 
 __all__ = [
+    "BRIEF_ID",
     "DEFAULT_N",
     "DEFAULT_SEED",
     "FACETS",
@@ -414,6 +415,10 @@ def brief_text(facets: dict[str, str]) -> str:
 def brief_id_of(text: str) -> str:
     """A brief's id: the first 16 hex digits of the sha256 of its text (UTF-8)."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: The form of :func:`brief_id_of`'s ids (no brief's text has it).
+BRIEF_ID = re.compile(r"[0-9a-f]{16}")
 
 
 def _make(facets: dict[str, str]) -> Brief:

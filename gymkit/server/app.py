@@ -45,6 +45,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from gymkit.adapters.common import brief_text_of
+from gymkit.briefs import BRIEF_ID
 from gymkit.verifiers.channels import CHANNELS
 
 from .compat import nemo_response_text, nemo_router, openrlhf_filter_score, response_of_query
@@ -436,7 +438,14 @@ def create_app(env: Any, pool: WorkerPool, settings: ServerSettings | None = Non
         """Score G answers to one prompt (``env.score_group``) with GDPO advantages."""
         check_answers(req.completions, "completions")
         check_unicode(req.brief, "brief")
-        res = await run("score_group", {"completions": list(req.completions), "brief": req.brief})
+        brief = req.brief
+        if brief is not None and BRIEF_ID.fullmatch(brief):  # an id, as `gymkit briefs` lists
+            brief = brief_text_of(brief)                     # them and dataset rows carry them
+            if brief is None:
+                raise RequestError(422, "unknown_brief", f"body.brief: {req.brief!r} has the form "
+                                   "of a brief id, but no generated brief has it; send the "
+                                   "brief's text (R13 would not count)")
+        res = await run("score_group", {"completions": list(req.completions), "brief": brief})
         return _json('{"cards":' + _cards_json(res["cards"], req.include_timings)
                      + ',"channels":' + dumps(res["channels"]) + ',"advantages":'
                      + dumps(res["advantages"]) + ',"diagnostics":' + dumps(res["diagnostics"]) + "}")

@@ -84,9 +84,10 @@ class ScoreGroupRequest(ScoreRequest):
     """``POST /v1/score_group``: G answers to one prompt (``env.score_group``) + GDPO advantages."""
 
     brief: Annotated[str, StringConstraints(max_length=4096)] | None = Field(
-        None, description="the brief's text (as gymkit.briefs generates it): brief compliance "
-        "(R13) is checked and counts; a text the generator did not make gets R13 = 0 and a note; "
-        "recorded as a sha256 digest in every card")
+        None, description="the brief's text (as gymkit.briefs generates it), or a generated "
+        "brief's id (16 hex digits, as `gymkit briefs` lists them; an id no generated brief has "
+        "is 422 unknown_brief): brief compliance (R13) is checked and counts; a text the "
+        "generator did not make gets R13 = 0 and a note; recorded as a sha256 digest in every card")
 
 
 class AdvantagesRequest(_Strict):

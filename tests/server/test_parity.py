@@ -97,3 +97,22 @@ def test_score_group_with_a_generated_brief_counts_compliance(srv, env) -> None:
     assert r.status_code == 200
     for card in cards:
         assert b'"card":' + card.to_json().encode() in r.content
+
+
+def test_score_group_takes_a_generated_brief_s_id_and_refuses_an_unknown_one(srv, env) -> None:
+    """Trainers carry brief ids (dataset rows, `gymkit briefs`): an id sent as ``brief`` was
+    scored as if it were the brief's text, so R13 silently did not count.  A known id now gives
+    the text's cards byte for byte; an id-shaped value no generated brief has is a 422."""
+    from gymkit.briefs import generate_briefs
+
+    b = generate_briefs()[3]
+    group = VALID[:3]
+    with srv.client() as c:
+        by_text = c.post("/v1/score_group", json={"completions": group, "brief": b.text})
+        by_id = c.post("/v1/score_group", json={"completions": group, "brief": b.brief_id})
+        typo = c.post("/v1/score_group", json={"completions": group, "brief": "0123456789abcdef"})
+    assert by_text.status_code == by_id.status_code == 200
+    assert by_id.content == by_text.content
+    assert any("brief_compliance" in e["card"]["channels"] for e in by_id.json()["cards"])
+    assert typo.status_code == 422 and typo.json()["error"]["code"] == "unknown_brief"
+    assert "'0123456789abcdef' has the form of a brief id" in typo.json()["error"]["message"]

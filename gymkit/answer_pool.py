@@ -25,6 +25,7 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from types import TracebackType
 from typing import Any
 
@@ -90,7 +91,14 @@ class AnswerStatePool:
         texts = list(dict.fromkeys(c for g in groups for c in g))
         n = len(texts)
         chunk = max(1, n // (4 * self.workers))
-        done = dict(zip(texts, self._pool.map(_state_of, texts, chunksize=chunk), strict=True))
+        try:
+            done = dict(zip(texts, self._pool.map(_state_of, texts, chunksize=chunk), strict=True))
+        except BrokenProcessPool:  # as score-file: a stop from outside, not a bug (exit 1)
+            from gymkit.cli.errors import RunStopped
+
+            raise RunStopped("a scoring worker process was killed (from outside, often the "
+                             "out-of-memory killer: try fewer --workers); the run stopped, its "
+                             "logs and checkpoints so far kept") from None
         return [share_group_duplicates([done[c] for c in g]) for g in groups]
 
     def close(self, *, now: bool = False) -> None:

@@ -203,3 +203,20 @@ def test_ctrl_c_twice_during_scoring_neither_hangs_nor_leaves_workers(processes_
     assert rc in (1, 130, -signal.SIGINT), err
     assert not left, f"processes left running: {left}"
     assert "Exception in thread" not in err, err  # the pool's own thread failed on the way out
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="Linux signals")
+def test_a_killed_scoring_worker_is_a_stop_from_outside_not_a_bug(env) -> None:
+    """As in score-file: a worker killed from outside (the out-of-memory killer) was
+    "internal error: BrokenProcessPool" (exit 3, "a bug") in ``gymkit train rl``."""
+    import os
+    import signal
+
+    from gymkit.cli.errors import USER_ERRORS, RunStopped
+
+    with AnswerStatePool(functools.partial(gymkit.make, "us46-default"), 2,
+                         expect_fingerprint=env.fingerprint) as pool:
+        os.kill(next(iter(pool._pool._processes)), signal.SIGKILL)
+        with pytest.raises(RunStopped, match="a scoring worker process was killed"):
+            pool.states([TEXTS])
+    assert issubclass(RunStopped, USER_ERRORS)
